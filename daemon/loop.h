@@ -21,6 +21,7 @@ int tl_loop_mod_io(struct tl_loop *loop, int fd, uint32_t events);
 int tl_loop_del_io(struct tl_loop *loop, int fd);
 
 /* A timer fires first after first_ms, then every interval_ms (0 = once).
+ * For "as soon as possible" pass first_ms = 1.
  * first_ms == 0 and interval_ms == 0 leaves it disarmed. */
 int tl_loop_add_timer(struct tl_loop *loop, uint64_t first_ms, uint64_t interval_ms,
 		      tl_timer_cb cb, void *userdata, struct tl_timer **ret);

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "event.h"
+#include "loop.h"
+#include "metrics.h"
+
+/* ---- clock ---- */
+
+static const struct {
+	const char *in;
+	int64_t ns;
+	const char *canonical;
+} time_cases[] = {
+	{ "1970-01-01T00:00:00Z", 0, "1970-01-01T00:00:00.000000000Z" },
+	{ "2026-11-29T21:14:14.123456789Z", 1795986854123456789LL, "2026-11-29T21:14:14.123456789Z" },
+	{ "2026-11-29T21:14:14.5Z", 1795986854500000000LL, "2026-11-29T21:14:14.500000000Z" },
+	{ "2026-11-29T22:14:14.000000001+01:00", 1795986854000000001LL,
+	  "2026-11-29T21:14:14.000000001Z" },
+	{ "2026-11-29T21:14:14.1234567891234Z", 1795986854123456789LL,
+	  "2026-11-29T21:14:14.123456789Z" },
+};
+
+START_TEST(time_roundtrip)
+{
+	int64_t ns = -1;
+	char buf[TL_TIME_STRLEN];
+
+	ck_assert_int_eq(tl_time_parse(time_cases[_i].in, &ns), 0);
+	ck_assert_int_eq(ns, time_cases[_i].ns);
+	ck_assert_str_eq(tl_time_format(ns, buf), time_cases[_i].canonical);
+}
+END_TEST
+
+static const char *const bad_times[] = {
+	"", "2026", "2026-13-01T00:00:00Z", "2026-11-29T21:14:14", "2026-11-29T21:14:14.Z",
+	"2026-11-29T25:00:00Z", "2026-11-29T21:14:14Zjunk", "2026-11-29T21:14:14+1:00",
+};
+
+START_TEST(time_rejects)
+{
+	int64_t ns = 42;
+
+	ck_assert_int_eq(tl_time_parse(bad_times[_i], &ns), -EINVAL);
+	ck_assert_int_eq(ns, 42);
+}
+END_TEST
+
+START_TEST(clock_offset)
+{
+	struct tl_clock c = { 0 };
+	int64_t real, boot;
+
+	ck_assert_int_eq(tl_clock_sample(&c), 0);
+	real = tl_now_real_ns();
+	boot = tl_now_boot_ns();
+	/* The converted boot time must land within a second of realtime. */
+	ck_assert_int_lt(llabs(tl_clock_boot_to_real(&c, (uint64_t)boot) - real), 1000000000LL);
+	ck_assert_int_ge(c.uncertainty_ns, 0);
+	ck_assert_int_eq(c.samples, 1);
+}
+END_TEST
+
+/* ---- events ---- */
+
+START_TEST(event_json_roundtrip)
+{
+	struct tl_event ev, back;
+	struct json_object *o, *v;
+
+	ck_assert_int_eq(tl_event_init(&ev, TL_SRC_KERNEL, "process.signal", 1795986854000000007LL), 0);
+	strcpy(ev.pod_uid, "0b6a1c2e-0000-4000-8000-000000000001");
+	strcpy(ev.container, "app");
+	ck_assert_int_eq(tl_event_set_str(&ev, "signal", "SIGTERM"), 0);
+	ck_assert_int_eq(tl_event_set_int(&ev, "signo", 15), 0);
+	ck_assert_int_eq(tl_event_set_str(&ev, "type", "spoofed"), 0); /* envelope wins */
+
+	o = tl_event_to_json(&ev, false);
+	ck_assert_ptr_nonnull(o);
+	ck_assert(json_object_object_get_ex(o, "time", &v));
+	ck_assert_str_eq(json_object_get_string(v), "2026-11-29T21:14:14.000000007Z");
+	ck_assert(json_object_object_get_ex(o, "type", &v));
+	ck_assert_str_eq(json_object_get_string(v), "process.signal");
+	ck_assert(!json_object_object_get_ex(o, "podUid", &v));
+	json_object_put(o);
+
+	o = tl_event_to_json(&ev, true);
+	ck_assert(json_object_object_get_ex(o, "containerId", &v));
+	ck_assert(json_object_is_type(v, json_type_null));
+	ck_assert_int_eq(tl_event_from_json(o, &back), 0);
+	ck_assert_int_eq(back.time_ns, ev.time_ns);
+	ck_assert_int_eq(back.source, TL_SRC_KERNEL);
+	ck_assert_str_eq(back.type, "process.signal");
+	ck_assert_str_eq(back.pod_uid, ev.pod_uid);
+	ck_assert_str_eq(back.container, "app");
+	ck_assert_str_eq(back.container_id, "");
+	ck_assert(json_object_object_get_ex(back.fields, "signo", &v));
+	ck_assert_int_eq(json_object_get_int(v), 15);
+	json_object_put(o);
+	tl_event_clear(&back);
+	tl_event_clear(&ev);
+}
+END_TEST
+
+START_TEST(event_from_json_rejects)
+{
+	static const char *const bad[] = {
+		"[]",
+		"{\"source\":\"api\",\"type\":\"pod.deleted\"}",
+		"{\"time\":\"2026-11-29T21:14:14Z\",\"source\":\"radio\",\"type\":\"pod.deleted\"}",
+		"{\"time\":\"2026-11-29T21:14:14Z\",\"source\":\"api\",\"type\":\"\"}",
+		"{\"time\":\"2026-11-29T21:14:14Z\",\"source\":\"api\",\"type\":\"x\",\"container\":7}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct json_object *o = json_tokener_parse(bad[i]);
+		struct tl_event ev = { .time_ns = 99 };
+
+		ck_assert_msg(tl_event_from_json(o, &ev) == -EINVAL, "accepted %s", bad[i]);
+		ck_assert_int_eq(ev.time_ns, 99);
+		json_object_put(o);
+	}
+}
+END_TEST
+
+/* ---- loop ---- */
+
+struct tick_state {
+	int fired;
+	struct tl_timer *self;
+	bool free_self;
+};
+
+static void on_tick(struct tl_loop *loop, struct tl_timer *t, void *ud)
+{
+	struct tick_state *st = ud;
+
+	st->fired++;
+	if (st->free_self && st->fired == 2) {
+		tl_timer_free(t);
+		st->self = NULL;
+	}
+	if (st->fired >= 3)
+		tl_loop_quit(loop, 7);
+}
+
+START_TEST(loop_timer_periodic)
+{
+	struct tl_loop *loop;
+	struct tick_state st = { 0 };
+
+	ck_assert_int_eq(tl_loop_new(&loop), 0);
+	ck_assert_int_eq(tl_loop_add_timer(loop, 1, 1, on_tick, &st, &st.self), 0);
+	ck_assert_int_eq(tl_loop_run(loop), 7);
+	ck_assert_int_eq(st.fired, 3);
+	tl_timer_free(st.self);
+	tl_loop_free(loop);
+}
+END_TEST
+
+START_TEST(loop_timer_free_inside_callback)
+{
+	struct tl_loop *loop;
+	struct tick_state st = { .free_self = true };
+
+	ck_assert_int_eq(tl_loop_new(&loop), 0);
+	ck_assert_int_eq(tl_loop_add_timer(loop, 1, 1, on_tick, &st, &st.self), 0);
+	/* After freeing itself the timer never fires again: three bounded
+	 * iterations see exactly two ticks. */
+	for (int i = 0; i < 5; i++)
+		tl_loop_run_once(loop, 20);
+	ck_assert_int_eq(st.fired, 2);
+	ck_assert_ptr_null(st.self);
+	tl_loop_free(loop);
+}
+END_TEST
+
+static int on_pipe(struct tl_loop *loop, int fd, uint32_t events, void *ud)
+{
+	char buf[16];
+	int *got = ud;
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	if (n > 0)
+		*got += (int)n;
+	return 0;
+}
+
+START_TEST(loop_io)
+{
+	struct tl_loop *loop;
+	int p[2], got = 0;
+
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(tl_loop_new(&loop), 0);
+	ck_assert_int_eq(tl_loop_add_io(loop, p[0], EPOLLIN, on_pipe, &got), 0);
+	ck_assert_int_eq(tl_loop_add_io(loop, p[0], EPOLLIN, on_pipe, &got), -EEXIST);
+	ck_assert_int_eq(write(p[1], "abc", 3), 3);
+	ck_assert_int_eq(tl_loop_run_once(loop, 1000), 1);
+	ck_assert_int_eq(got, 3);
+	ck_assert_int_eq(tl_loop_del_io(loop, p[0]), 0);
+	ck_assert_int_eq(write(p[1], "de", 2), 2);
+	ck_assert_int_eq(tl_loop_run_once(loop, 10), 0);
+	ck_assert_int_eq(got, 3);
+	ck_assert_int_eq(tl_loop_del_io(loop, p[0]), -ENOENT);
+	tl_loop_free(loop);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
+/* ---- metrics ---- */
+
+START_TEST(metrics_render)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	tl_metrics_reset();
+	tl_metric_describe("termline_events_total", TL_METRIC_COUNTER, "Events recorded.");
+	tl_metric_add("termline_events_total", "type=\"pod.deleted\",source=\"api\"", 2);
+	tl_metric_add("termline_events_total", "type=\"pod.deleted\",source=\"api\"", 1);
+	tl_metric_set("termline_timelines_open", NULL, 4);
+	ck_assert_int_eq(tl_metric_get("termline_events_total", "type=\"pod.deleted\",source=\"api\""), 3);
+	f = open_memstream(&buf, &len);
+	ck_assert_int_eq(tl_metrics_render(f), 0);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "# TYPE termline_events_total counter\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "termline_events_total{type=\"pod.deleted\",source=\"api\"} 3\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "# TYPE termline_timelines_open gauge\ntermline_timelines_open 4\n"));
+	free(buf);
+	tl_metrics_reset();
+	ck_assert_int_eq(tl_metric_get("termline_events_total", "type=\"pod.deleted\",source=\"api\""), 0);
+}
+END_TEST
+
+static Suite *core_suite(void)
+{
+	Suite *s = suite_create("core");
+	TCase *tc = tcase_create("clock");
+
+	tcase_add_loop_test(tc, time_roundtrip, 0, sizeof(time_cases) / sizeof(time_cases[0]));
+	tcase_add_loop_test(tc, time_rejects, 0, sizeof(bad_times) / sizeof(bad_times[0]));
+	tcase_add_test(tc, clock_offset);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("event");
+	tcase_add_test(tc, event_json_roundtrip);
+	tcase_add_test(tc, event_from_json_rejects);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("loop");
+	tcase_add_test(tc, loop_timer_periodic);
+	tcase_add_test(tc, loop_timer_free_inside_callback);
+	tcase_add_test(tc, loop_io);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("metrics");
+	tcase_add_test(tc, metrics_render);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(core_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
