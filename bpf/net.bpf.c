@@ -1,6 +1,281 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* TCP hooks: listeners opening and closing, resets sent and received, and a
+ * count of established connections closing. These run in softirq or in
+ * another task's context (a reset received on loopback runs in the sender's),
+ * so events are attributed by the socket's own cgroup, never by current
+ * alone. Each hook has a tp_btf program and a classic tracepoint twin. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 #include "termline-events.h"
+#include "termline-common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define AF_INET 2
+#define AF_INET6 10
+#define IPPROTO_TCP 6
+
+/* Emit resets that have no socket (refused connections, cgroup 0) even when
+ * neither address is a tracked pod IP. */
+const volatile __u8 resets_without_socket = 0;
+
+/* Pod IPs (IPv4 as ::ffff:a.b.c.d) maintained by user space: a reset without
+ * a socket is kept when either end is one of them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct tl_ip_key);
+	__type(value, __u8);
+} pod_ips SEC(".maps");
+
+/* Established connections that closed, per tracked cgroup (not emitted one
+ * by one: they are the high-rate kind). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} tcp_closed SEC(".maps");
+
+static __always_inline __u64 sock_cgroup(const struct sock *sk, __u32 *flags)
+{
+	struct cgroup *cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
+
+	if (cg) {
+		*flags |= TL_EVF_SOCK_CGROUP;
+		return BPF_CORE_READ(cg, kn, id);
+	}
+	return bpf_get_current_cgroup_id();
+}
+
+/* Local and remote ends from the socket's common part, valid for full,
+ * request and timewait sockets alike. */
+static __always_inline void sock_addrs(struct tl_ev_sock *e, const struct sock *sk)
+{
+	__builtin_memset(e->laddr, 0, sizeof(e->laddr));
+	__builtin_memset(e->raddr, 0, sizeof(e->raddr));
+	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (e->family == AF_INET6) {
+		BPF_CORE_READ_INTO(&e->laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&e->raddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	} else {
+		BPF_CORE_READ_INTO((__u32 *)e->laddr, sk, __sk_common.skc_rcv_saddr);
+		BPF_CORE_READ_INTO((__u32 *)e->raddr, sk, __sk_common.skc_daddr);
+	}
+	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	e->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+}
+
+/* After an active reset or unhash skc_num is already 0; inet_sport keeps it. */
+static __always_inline void fix_lport(struct tl_ev_sock *e, const struct sock *sk)
+{
+	if (!e->lport)
+		e->lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
+}
+
+static __always_inline struct tl_ev_sock *sock_reserve(__u16 kind, __u32 flags, __u64 cgid)
+{
+	struct tl_ev_sock *e = tl_reserve(sizeof(*e), kind);
+
+	if (!e)
+		return NULL;
+	tl_header(&e->h, kind, sizeof(*e), flags, cgid);
+	__builtin_memset(e->h.comm, 0, sizeof(e->h.comm));
+	return e;
+}
+
+static __always_inline void count_closed(__u64 cgid)
+{
+	__u64 one = 1, *n;
+
+	n = bpf_map_lookup_elem(&tcp_closed, &cgid);
+	if (n) {
+		*n += 1;
+		return;
+	}
+	bpf_map_update_elem(&tcp_closed, &cgid, &one, BPF_NOEXIST);
+}
+
+static __always_inline int handle_set_state(const struct sock *sk, int oldstate, int newstate)
+{
+	struct tl_ev_sock *e;
+	__u32 flags = 0;
+	__u16 kind;
+	__u64 cgid;
+
+	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return 0;
+	if (newstate == TCP_LISTEN)
+		kind = TL_EV_LISTEN;
+	else if (oldstate == TCP_LISTEN)
+		kind = TL_EV_LISTEN_CLOSED;
+	else if (oldstate == TCP_ESTABLISHED)
+		kind = 0;
+	else
+		return 0;
+	cgid = sock_cgroup(sk, &flags);
+	if (!tl_cgroup_tracked(cgid))
+		return 0;
+	if (!kind) {
+		count_closed(cgid);
+		return 0;
+	}
+	e = sock_reserve(kind, flags, cgid);
+	if (!e)
+		return 0;
+	/* Current is the task calling listen() or close() (or a timer): only
+	 * name it when it belongs to the socket's cgroup. */
+	if (bpf_get_current_cgroup_id() == cgid)
+		tl_header_current(&e->h);
+	sock_addrs(e, sk);
+	fix_lport(e, sk);
+	e->rport = 0;
+	__builtin_memset(e->raddr, 0, sizeof(e->raddr));
+	e->state = newstate;
+	tl_submit(e);
+	return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(inet_sock_set_state_btf, const struct sock *sk, const int oldstate, const int newstate)
+{
+	return handle_set_state(sk, oldstate, newstate);
+}
+
+SEC("tracepoint/sock/inet_sock_set_state")
+int inet_sock_set_state_tp(struct trace_event_raw_inet_sock_set_state *ctx)
+{
+	if (ctx->protocol != IPPROTO_TCP)
+		return 0;
+	return handle_set_state((const struct sock *)ctx->skaddr, ctx->oldstate, ctx->newstate);
+}
+
+static __always_inline int pod_ip(const __u8 *addr, __u16 family)
+{
+	struct tl_ip_key k = {};
+
+	if (family == AF_INET) {
+		k.addr[10] = 0xff;
+		k.addr[11] = 0xff;
+		__builtin_memcpy(&k.addr[12], addr, 4);
+	} else {
+		__builtin_memcpy(k.addr, addr, 16);
+	}
+	return bpf_map_lookup_elem(&pod_ips, &k) != NULL;
+}
+
+/* The reset answers skb, so the packet's destination is the local end. */
+static __always_inline int skb_addrs(struct tl_ev_sock *e, const struct sk_buff *skb)
+{
+	unsigned char *head = BPF_CORE_READ(skb, head);
+	__u16 nh = BPF_CORE_READ(skb, network_header);
+	__u16 th = BPF_CORE_READ(skb, transport_header);
+	struct tcphdr tcp;
+	__u8 ver;
+
+	__builtin_memset(e->laddr, 0, sizeof(e->laddr));
+	__builtin_memset(e->raddr, 0, sizeof(e->raddr));
+	if (bpf_probe_read_kernel(&ver, 1, head + nh))
+		return -1;
+	if (ver >> 4 == 4) {
+		struct iphdr ip;
+
+		if (bpf_probe_read_kernel(&ip, sizeof(ip), head + nh))
+			return -1;
+		e->family = AF_INET;
+		__builtin_memcpy(e->laddr, &ip.daddr, 4);
+		__builtin_memcpy(e->raddr, &ip.saddr, 4);
+	} else if (ver >> 4 == 6) {
+		struct ipv6hdr ip6;
+
+		if (bpf_probe_read_kernel(&ip6, sizeof(ip6), head + nh))
+			return -1;
+		e->family = AF_INET6;
+		__builtin_memcpy(e->laddr, &ip6.daddr, 16);
+		__builtin_memcpy(e->raddr, &ip6.saddr, 16);
+	} else {
+		return -1;
+	}
+	if (bpf_probe_read_kernel(&tcp, sizeof(tcp), head + th))
+		return -1;
+	e->lport = bpf_ntohs(tcp.dest);
+	e->rport = bpf_ntohs(tcp.source);
+	return 0;
+}
+
+static __always_inline int handle_reset(const struct sock *sk, const struct sk_buff *skb,
+					__u16 kind)
+{
+	struct tl_ev_sock *e;
+	const struct sock *owner = sk;
+	__u32 flags = 0;
+	__u64 cgid = 0;
+	__u8 state = 0;
+
+	if (sk) {
+		state = BPF_CORE_READ(sk, __sk_common.skc_state);
+		/* A request socket has no cgroup of its own: its listener has;
+		 * a timewait socket has none at all. */
+		if (state == TCP_NEW_SYN_RECV)
+			owner = BPF_CORE_READ(sk, __sk_common.skc_listener);
+		else if (state == TCP_TIME_WAIT)
+			owner = NULL;
+		if (owner)
+			cgid = sock_cgroup(owner, &flags);
+	} else if (!skb) {
+		return 0;
+	} else {
+		flags |= TL_EVF_NO_SOCK;
+	}
+	/* With a cgroup the container decides; without one (no socket, or a
+	 * timewait socket) the pod-IP map does, after the addresses are read. */
+	if (cgid && !tl_cgroup_tracked(cgid))
+		return 0;
+	e = sock_reserve(kind, flags, cgid);
+	if (!e)
+		return 0;
+	if (sk) {
+		sock_addrs(e, sk);
+		if (state != TCP_NEW_SYN_RECV && state != TCP_TIME_WAIT)
+			fix_lport(e, sk);
+	} else if (skb_addrs(e, skb)) {
+		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		return 0;
+	}
+	e->state = state;
+	if (!cgid && !resets_without_socket &&
+	    !pod_ip(e->laddr, e->family) && !pod_ip(e->raddr, e->family)) {
+		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		return 0;
+	}
+	tl_submit(e);
+	return 0;
+}
+
+SEC("tp_btf/tcp_send_reset")
+int BPF_PROG(tcp_send_reset_btf, const struct sock *sk, const struct sk_buff *skb)
+{
+	return handle_reset(sk, skb, TL_EV_RESET_SENT);
+}
+
+SEC("tracepoint/tcp/tcp_send_reset")
+int tcp_send_reset_tp(struct trace_event_raw_tcp_send_reset *ctx)
+{
+	return handle_reset((const struct sock *)ctx->skaddr, (const struct sk_buff *)ctx->skbaddr,
+			    TL_EV_RESET_SENT);
+}
+
+SEC("tp_btf/tcp_receive_reset")
+int BPF_PROG(tcp_receive_reset_btf, struct sock *sk)
+{
+	return handle_reset(sk, NULL, TL_EV_RESET_RECEIVED);
+}
+
+SEC("tracepoint/tcp/tcp_receive_reset")
+int tcp_receive_reset_tp(struct trace_event_raw_tcp_event_sk *ctx)
+{
+	return handle_reset((const struct sock *)ctx->skaddr, NULL, TL_EV_RESET_RECEIVED);
+}
