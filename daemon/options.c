@@ -1,1 +1,1225 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* termlined's settings: command-line flags and the --config YAML file.
+ *
+ * Every setting is one row of opt_defs[]; flags, file keys, --help and the
+ * canonical rendering behind config_digest all come from that table, so a new
+ * setting cannot be forgotten in one of them.
+ *
+ * Precedence: defaults < file < command line, whatever the order of --config
+ * among the flags. A file key that a flag overrides is still validated, so a
+ * broken ConfigMap is reported even on a node started with overrides. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <yaml.h>
+
+#include "options.h"
+#include "termline-config.h"
+
+#define PROG "termlined"
+/* A config file is a handful of keys; the cap bounds what libyaml buffers
+ * and what a mistaken --config /dev/zero can cost. */
+#define CONFIG_MAX_BYTES (64 * 1024)
+#define HEADER_NAME_MAX 64
+#define NODE_NAME_MAX 253
+#define WHY_MAX 256
+
+enum opt_id {
+	OPT_CONFIG,
+	OPT_KUBECONFIG,
+	OPT_NODE,
+	OPT_STATE_DIR,
+	OPT_LISTEN,
+	OPT_CGROUP_ROOT,
+	OPT_POD_LOGS_DIR,
+	OPT_REQUEST_ID_HEADER,
+	OPT_LOG_LEVEL,
+	OPT_LINGER,
+	OPT_NO_API,
+	OPT_EMIT_EVENTS,
+	OPT_RINGBUF_KIB,
+	OPT_SIGNALS,
+	OPT_MAX_EVENTS,
+	OPT_RETENTION_BYTES,
+	OPT_RETENTION_HOURS,
+	OPT_JOURNAL_FSYNC_MS,
+	OPT_VERSION,
+	OPT_HELP,
+	OPT_COUNT
+};
+
+enum opt_kind {
+	KIND_PATH,      /* char *, non-empty path */
+	KIND_NODE,      /* char *, DNS-1123 subdomain */
+	KIND_LISTEN,    /* char *, ADDR:PORT, [V6]:PORT, "" or "off" */
+	KIND_EMIT,      /* char *, "-" or a path */
+	KIND_HEADER,    /* request_id_headers[], repeatable */
+	KIND_LOG_LEVEL, /* enum tl_log_level */
+	KIND_U32,       /* uint32_t within [min, max] */
+	KIND_BYTES,     /* uint64_t with optional binary suffix */
+	KIND_BOOL,      /* bool: a bare flag, true/false in the file */
+	KIND_SIGNALS,   /* uint64_t mask of signal numbers */
+	KIND_CONFIG,    /* --config: command line only */
+	KIND_ACTION,    /* --help, --version */
+};
+
+struct opt_def {
+	const char *name;
+	enum opt_kind kind;
+	size_t offset;      /* into struct tl_options */
+	uint64_t min, max;  /* KIND_U32, KIND_BYTES */
+	const char *unit;   /* "seconds": used in range errors */
+	const char *meta;   /* argument name in --help, NULL for none */
+	const char *def;    /* default as shown in --help */
+	const char *help;
+};
+
+#define OFF(field) offsetof(struct tl_options, field)
+
+static const struct opt_def opt_defs[OPT_COUNT] = {
+	[OPT_CONFIG] = { "config", KIND_CONFIG, OFF(config_path), 0, 0, NULL, "FILE", "none",
+		"YAML file whose top-level keys are any of the settings below" },
+	[OPT_KUBECONFIG] = { "kubeconfig", KIND_PATH, OFF(kubeconfig), 0, 0, NULL, "FILE",
+		"in-cluster service account", "kubeconfig used to reach the API server" },
+	[OPT_NODE] = { "node", KIND_NODE, OFF(node), 0, 0, NULL, "NAME",
+		"$NODE_NAME, else the host name", "name of the node this agent records" },
+	[OPT_STATE_DIR] = { "state-dir", KIND_PATH, OFF(state_dir), 0, 0, NULL, "DIR",
+		"/var/lib/termline", "journal and closed timelines" },
+	[OPT_LISTEN] = { "listen", KIND_LISTEN, OFF(listen), 0, 0, NULL, "ADDR:PORT",
+		"0.0.0.0:9440", "HTTP address (IPv6 as [::1]:9440; \"off\" disables)" },
+	[OPT_CGROUP_ROOT] = { "cgroup-root", KIND_PATH, OFF(cgroup_root), 0, 0, NULL, "DIR",
+		"the cgroup2 mount in /proc/self/mountinfo", "cgroup v2 hierarchy to map" },
+	[OPT_POD_LOGS_DIR] = { "pod-logs-dir", KIND_PATH, OFF(pod_logs_dir), 0, 0, NULL, "DIR",
+		"/var/log/pods", "kubelet's container log directory" },
+	[OPT_REQUEST_ID_HEADER] = { "request-id-header", KIND_HEADER, 0, 0, 0, NULL, "NAME",
+		"x-request-id", "HTTP header carrying request IDs (repeatable)" },
+	[OPT_LOG_LEVEL] = { "log-level", KIND_LOG_LEVEL, OFF(log_level), 0, 0, NULL, "LEVEL",
+		"info", "debug, info, warn or error" },
+	[OPT_LINGER] = { "linger", KIND_U32, OFF(linger_s), 0, 86400, "seconds", "SECONDS",
+		"30", "how long a timeline stays open after pod.deleted" },
+	[OPT_NO_API] = { "no-api", KIND_BOOL, OFF(no_api), 0, 0, NULL, NULL,
+		"false", "record without an API server (kernel and node only)" },
+	[OPT_EMIT_EVENTS] = { "emit-events", KIND_EMIT, OFF(emit_events), 0, 0, NULL, "FILE|-",
+		"off", "write every recorded event as a JSON line (- is stdout)" },
+	[OPT_RINGBUF_KIB] = { "ring-buffer-kib", KIND_U32, OFF(ringbuf_kib), 64, 1048576, "KiB",
+		"KIB", "4096", "kernel ring buffer size, a power of two" },
+	[OPT_SIGNALS] = { "signals", KIND_SIGNALS, OFF(signal_mask), 0, 0, NULL, "LIST",
+		"TERM,KILL,INT,QUIT,HUP,USR1,USR2", "signals recorded (names, comma-separated)" },
+	[OPT_MAX_EVENTS] = { "max-events-per-timeline", KIND_U32, OFF(max_events_per_timeline),
+		1, 10000000, "events", "N", "20000", "events kept per timeline" },
+	[OPT_RETENTION_BYTES] = { "retention-bytes", KIND_BYTES, OFF(retention_bytes),
+		1ULL << 20, 1ULL << 50, "bytes", "BYTES", "256Mi",
+		"disk budget for closed timelines (suffixes Ki Mi Gi Ti)" },
+	[OPT_RETENTION_HOURS] = { "retention-hours", KIND_U32, OFF(retention_hours), 1, 87600,
+		"hours", "HOURS", "168", "age after which closed timelines are removed" },
+	[OPT_JOURNAL_FSYNC_MS] = { "journal-fsync-ms", KIND_U32, OFF(journal_fsync_ms), 0, 60000,
+		"milliseconds", "MS", "200", "longest time journal writes stay unsynced" },
+	[OPT_VERSION] = { "version", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL,
+		"print the version and exit" },
+	[OPT_HELP] = { "help", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL, "print this help and exit" },
+};
+
+static const char *const log_level_names[] = {
+	[TL_LOG_DEBUG] = "debug",
+	[TL_LOG_INFO] = "info",
+	[TL_LOG_WARN] = "warn",
+	[TL_LOG_ERROR] = "error",
+};
+
+/* The numbers come from <signal.h> because they differ between
+ * architectures (SIGUSR1 is 10 on x86 and 16 on mips). */
+static const struct {
+	const char *name;
+	int signo;
+} signal_names[] = {
+	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "ILL", SIGILL },
+	{ "TRAP", SIGTRAP }, { "ABRT", SIGABRT }, { "IOT", SIGIOT }, { "BUS", SIGBUS },
+	{ "FPE", SIGFPE }, { "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV },
+	{ "USR2", SIGUSR2 }, { "PIPE", SIGPIPE }, { "ALRM", SIGALRM }, { "TERM", SIGTERM },
+	{ "CHLD", SIGCHLD }, { "CONT", SIGCONT }, { "STOP", SIGSTOP },
+	{ "TSTP", SIGTSTP }, { "TTIN", SIGTTIN }, { "TTOU", SIGTTOU }, { "URG", SIGURG },
+	{ "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ }, { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },
+	{ "WINCH", SIGWINCH }, { "IO", SIGIO }, { "POLL", SIGPOLL }, { "PWR", SIGPWR },
+	{ "SYS", SIGSYS },
+};
+
+#define SIGBIT(s) (UINT64_C(1) << (s))
+#define DEFAULT_SIGNALS (SIGBIT(SIGTERM) | SIGBIT(SIGKILL) | SIGBIT(SIGINT) | \
+	SIGBIT(SIGQUIT) | SIGBIT(SIGHUP) | SIGBIT(SIGUSR1) | SIGBIT(SIGUSR2))
+
+/* Where a value came from, for the one-line error. */
+struct origin {
+	const char *file; /* NULL: the command line */
+	unsigned long line;
+};
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* Values are echoed in errors: keep them on one line and short. */
+static void quote(char *buf, size_t len, const char *s)
+{
+	size_t i = 0;
+
+	for (; *s && i + 4 < len; s++) {
+		if (i >= 60) {
+			buf[i++] = '.';
+			buf[i++] = '.';
+			buf[i++] = '.';
+			break;
+		}
+		buf[i++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+	}
+	buf[i] = '\0';
+}
+
+static int fail_at(char *err, size_t errlen, const struct origin *at, const char *key,
+		   const char *why)
+{
+	if (!at->file)
+		return fail(err, errlen, PROG ": --%s: %s", key, why);
+	return fail(err, errlen, "config %s:%lu: %s: %s", at->file, at->line, key, why);
+}
+
+static int why_value(char *why, const char *val, const char *what)
+{
+	char q[80];
+
+	quote(q, sizeof(q), val);
+	snprintf(why, WHY_MAX, "'%s' %s", q, what);
+	return -EINVAL;
+}
+
+static int parse_u64(const char *s, uint64_t *ret, const char **ret_end)
+{
+	unsigned long long v;
+	char *end;
+
+	/* strtoull accepts leading blanks and a sign; a setting does not. */
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	*ret = v;
+	*ret_end = end;
+	return 0;
+}
+
+static int parse_bytes(const char *s, uint64_t *ret)
+{
+	static const struct {
+		const char *suffix;
+		unsigned shift;
+	} suffixes[] = {
+		{ "", 0 }, { "B", 0 },
+		{ "K", 10 }, { "Ki", 10 }, { "KiB", 10 },
+		{ "M", 20 }, { "Mi", 20 }, { "MiB", 20 },
+		{ "G", 30 }, { "Gi", 30 }, { "GiB", 30 },
+		{ "T", 40 }, { "Ti", 40 }, { "TiB", 40 },
+	};
+	const char *end;
+	uint64_t v;
+	int r;
+
+	r = parse_u64(s, &v, &end);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		if (strcmp(end, suffixes[i].suffix) != 0)
+			continue;
+		if (v > (UINT64_MAX >> suffixes[i].shift))
+			return -ERANGE;
+		*ret = v << suffixes[i].shift;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Kubernetes node names are DNS-1123 subdomains. */
+static bool node_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > NODE_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		bool edge = i == 0 || i == n - 1 || s[i - 1] == '.' || s[i + 1] == '.';
+
+		if (alnum)
+			continue;
+		if ((c == '-' || c == '.') && !edge)
+			continue;
+		return false;
+	}
+	return true;
+}
+
+/* RFC 9110 section 5.6.2: tchar. */
+static bool is_tchar(char c)
+{
+	return isalnum((unsigned char)c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static int check_listen(const char *s, char *why)
+{
+	char host[INET6_ADDRSTRLEN + 1];
+	unsigned char addr[sizeof(struct in6_addr)];
+	const char *colon, *port;
+	const char *end;
+	uint64_t p;
+	size_t hl;
+	int family = AF_INET;
+
+	if (s[0] == '\0' || strcmp(s, "off") == 0)
+		return 0;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':')
+			return why_value(why, s, "is not [IPv6]:PORT");
+		hl = (size_t)(close - s - 1);
+		if (hl >= sizeof(host))
+			return why_value(why, s, "is not [IPv6]:PORT");
+		memcpy(host, s + 1, hl);
+		host[hl] = '\0';
+		port = close + 2;
+		family = AF_INET6;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return why_value(why, s, "is not ADDR:PORT (e.g. 0.0.0.0:9440)");
+		hl = (size_t)(colon - s);
+		if (memchr(s, ':', hl))
+			return why_value(why, s, "needs brackets around an IPv6 address (e.g. [::1]:9440)");
+		if (hl >= sizeof(host))
+			return why_value(why, s, "is not ADDR:PORT (e.g. 0.0.0.0:9440)");
+		memcpy(host, s, hl);
+		host[hl] = '\0';
+		port = colon + 1;
+	}
+	if (inet_pton(family, host, addr) != 1)
+		return why_value(why, s, family == AF_INET6 ? "does not hold an IPv6 address" :
+				 "does not hold an IPv4 address (e.g. 0.0.0.0:9440)");
+	/* Port 0 is allowed on purpose: the kernel picks a free port (tests). */
+	if (parse_u64(port, &p, &end) < 0 || *end || p > 65535)
+		return why_value(why, s, "does not end in a port 0..65535");
+	return 0;
+}
+
+static int set_string(char **field, const char *val)
+{
+	char *dup = strdup(val);
+
+	if (!dup)
+		return -ENOMEM;
+	free(*field);
+	*field = dup;
+	return 0;
+}
+
+static int add_header(struct tl_options *o, const char *val, char *why)
+{
+	size_t n = strlen(val);
+	char *lower;
+
+	if (n == 0 || n > HEADER_NAME_MAX)
+		return why_value(why, val, "is not a header name (1 to 64 characters)");
+	for (size_t i = 0; i < n; i++)
+		if (!is_tchar(val[i]))
+			return why_value(why, val, "is not a header name (letters, digits and !#$%&'*+-.^_`|~)");
+	lower = strdup(val);
+	if (!lower)
+		return -ENOMEM;
+	/* Header names are case-insensitive; matchers compare lower case. */
+	for (size_t i = 0; i < n; i++)
+		lower[i] = (char)tolower((unsigned char)lower[i]);
+	for (int i = 0; i < o->n_request_id_headers; i++) {
+		if (strcmp(o->request_id_headers[i], lower) == 0) {
+			free(lower);
+			return 0;
+		}
+	}
+	if (o->n_request_id_headers >= TL_MAX_HEADERS) {
+		free(lower);
+		snprintf(why, WHY_MAX, "more than %d header names", TL_MAX_HEADERS);
+		return -EINVAL;
+	}
+	o->request_id_headers[o->n_request_id_headers++] = lower;
+	return 0;
+}
+
+static void clear_headers(struct tl_options *o)
+{
+	for (int i = 0; i < o->n_request_id_headers; i++) {
+		free(o->request_id_headers[i]);
+		o->request_id_headers[i] = NULL;
+	}
+	o->n_request_id_headers = 0;
+}
+
+static int signal_lookup(const char *name, size_t len, int *ret)
+{
+	if (len >= 3 && strncasecmp(name, "SIG", 3) == 0) {
+		name += 3;
+		len -= 3;
+	}
+	for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++) {
+		if (strlen(signal_names[i].name) == len &&
+		    strncasecmp(signal_names[i].name, name, len) == 0) {
+			*ret = signal_names[i].signo;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* A list of names separated by commas or blanks: "TERM,SIGKILL". */
+static int add_signals(uint64_t *mask, const char *val, char *why)
+{
+	const char *p = val;
+	bool any = false;
+
+	while (*p) {
+		size_t len = strcspn(p, ", \t");
+		int signo;
+
+		if (len > 0) {
+			char name[32];
+
+			if (signal_lookup(p, len, &signo) < 0) {
+				snprintf(name, sizeof(name), "%.*s", (int)(len < 24 ? len : 24), p);
+				return why_value(why, name, "is not a signal name (e.g. SIGTERM or TERM)");
+			}
+			*mask |= SIGBIT(signo);
+			any = true;
+		}
+		p += len;
+		p += strspn(p, ", \t");
+	}
+	if (!any)
+		return why_value(why, val, "is not a list of signal names");
+	return 0;
+}
+
+static int parse_bool(const char *val, bool *ret)
+{
+	/* YAML 1.2 core schema booleans only: "yes"/"on" are strings there. */
+	static const char *const t[] = { "true", "True", "TRUE" };
+	static const char *const f[] = { "false", "False", "FALSE" };
+
+	for (size_t i = 0; i < 3; i++) {
+		if (strcmp(val, t[i]) == 0) {
+			*ret = true;
+			return 0;
+		}
+		if (strcmp(val, f[i]) == 0) {
+			*ret = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Validates val for def and stores it into o. Returns 0, -ENOMEM, or
+ * -EINVAL with the reason in why. Headers and signals add to what is there:
+ * the callers decide when a list starts afresh. */
+static int set_value(struct tl_options *o, const struct opt_def *d, const char *val, char *why)
+{
+	char *base = (char *)o;
+	const char *end;
+	uint64_t v;
+	int r;
+
+	switch (d->kind) {
+	case KIND_PATH:
+	case KIND_EMIT:
+		if (val[0] == '\0')
+			return why_value(why, val, "is empty");
+		if (strlen(val) >= PATH_MAX)
+			return why_value(why, val, "is longer than PATH_MAX");
+		return set_string((char **)(base + d->offset), val);
+	case KIND_NODE:
+		if (!node_name_valid(val))
+			return why_value(why, val, "is not a node name (lower-case DNS subdomain)");
+		return set_string((char **)(base + d->offset), val);
+	case KIND_LISTEN:
+		r = check_listen(val, why);
+		if (r < 0)
+			return r;
+		return set_string((char **)(base + d->offset), val);
+	case KIND_HEADER:
+		return add_header(o, val, why);
+	case KIND_LOG_LEVEL:
+		for (size_t i = 0; i < sizeof(log_level_names) / sizeof(log_level_names[0]); i++) {
+			if (strcmp(val, log_level_names[i]) == 0) {
+				*(enum tl_log_level *)(base + d->offset) = (enum tl_log_level)i;
+				return 0;
+			}
+		}
+		return why_value(why, val, "is not a log level (debug, info, warn or error)");
+	case KIND_U32:
+		r = parse_u64(val, &v, &end);
+		if (r == -EINVAL || (r == 0 && *end)) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "is not a number of %s", d->unit);
+			return why_value(why, val, what);
+		}
+		if (r < 0 || v < d->min || v > d->max) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "is out of range (%llu..%llu %s)",
+				 (unsigned long long)d->min, (unsigned long long)d->max, d->unit);
+			return why_value(why, val, what);
+		}
+		/* libbpf rejects a ring buffer that is not a power of two. */
+		if (d->offset == OFF(ringbuf_kib) && (v & (v - 1)) != 0)
+			return why_value(why, val, "is not a power of two");
+		*(uint32_t *)(base + d->offset) = (uint32_t)v;
+		return 0;
+	case KIND_BYTES:
+		r = parse_bytes(val, &v);
+		if (r == -EINVAL)
+			return why_value(why, val, "is not a size in bytes (e.g. 268435456 or 256Mi)");
+		if (r < 0 || v < d->min || v > d->max)
+			return why_value(why, val, "is out of range (1Mi..1024Ti)");
+		*(uint64_t *)(base + d->offset) = v;
+		return 0;
+	case KIND_BOOL: {
+		bool b;
+
+		if (parse_bool(val, &b) < 0)
+			return why_value(why, val, "is not a boolean (true or false)");
+		*(bool *)(base + d->offset) = b;
+		return 0;
+	}
+	case KIND_SIGNALS:
+		return add_signals((uint64_t *)(base + d->offset), val, why);
+	case KIND_CONFIG:
+	case KIND_ACTION:
+		break;
+	}
+	snprintf(why, WHY_MAX, "cannot be set here");
+	return -EINVAL;
+}
+
+static int set_defaults(struct tl_options *o)
+{
+	if (set_string(&o->state_dir, "/var/lib/termline") < 0 ||
+	    set_string(&o->listen, "0.0.0.0:9440") < 0 ||
+	    set_string(&o->pod_logs_dir, "/var/log/pods") < 0 ||
+	    set_string(&o->request_id_headers[0], "x-request-id") < 0)
+		return -ENOMEM;
+	o->n_request_id_headers = 1;
+	o->log_level = TL_LOG_INFO;
+	o->linger_s = 30;
+	o->ringbuf_kib = 4096;
+	o->signal_mask = DEFAULT_SIGNALS;
+	o->max_events_per_timeline = 20000;
+	o->retention_bytes = UINT64_C(256) << 20;
+	o->retention_hours = 168;
+	o->journal_fsync_ms = 200;
+	return 0;
+}
+
+/* The Downward API puts spec.nodeName into $NODE_NAME; outside a cluster
+ * the kubelet's default node name is the lower-cased host name. */
+static int default_node(struct tl_options *o, char *err, size_t errlen)
+{
+	const char *env = getenv("NODE_NAME");
+	struct utsname u;
+	char q[80];
+
+	if (env && env[0]) {
+		if (!node_name_valid(env)) {
+			quote(q, sizeof(q), env);
+			return fail(err, errlen, PROG ": $NODE_NAME: '%s' is not a node name "
+				    "(lower-case DNS subdomain)", q);
+		}
+		return set_string(&o->node, env);
+	}
+	if (uname(&u) < 0)
+		return 0;
+	for (char *c = u.nodename; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	if (!node_name_valid(u.nodename))
+		return 0;
+	return set_string(&o->node, u.nodename);
+}
+
+/* ---- the config file ---- */
+
+struct file_state {
+	struct tl_options *o;
+	const bool *from_cli;     /* [OPT_COUNT]: a flag already set this one */
+	bool seen[OPT_COUNT];
+	const char *path;
+	char *err;
+	size_t errlen;
+};
+
+static const struct opt_def *find_key(const char *key)
+{
+	for (int i = 0; i < OPT_COUNT; i++)
+		if (strcmp(opt_defs[i].name, key) == 0)
+			return &opt_defs[i];
+	return NULL;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t row[HEADER_NAME_MAX + 1];
+
+	if (la > HEADER_NAME_MAX || lb > HEADER_NAME_MAX)
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (tolower((unsigned char)a[i - 1]) !=
+					      tolower((unsigned char)b[j - 1]) &&
+					      !(a[i - 1] == '_' && b[j - 1] == '-'));
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+static int unknown_key(struct file_state *fs, unsigned long line, const char *key)
+{
+	const char *best = NULL;
+	size_t best_d = 3;
+	char q[80];
+
+	for (int i = 0; i < OPT_COUNT; i++) {
+		size_t d;
+
+		if (opt_defs[i].kind == KIND_ACTION || opt_defs[i].kind == KIND_CONFIG)
+			continue;
+		d = edit_distance(key, opt_defs[i].name);
+		if (d < best_d) {
+			best_d = d;
+			best = opt_defs[i].name;
+		}
+	}
+	quote(q, sizeof(q), key);
+	if (best)
+		return fail(fs->err, fs->errlen, "config %s:%lu: unknown key '%s' (did you mean '%s'?)",
+			    fs->path, line, q, best);
+	return fail(fs->err, fs->errlen, "config %s:%lu: unknown key '%s'", fs->path, line, q);
+}
+
+static unsigned long line_of(const yaml_event_t *ev)
+{
+	return (unsigned long)ev->start_mark.line + 1;
+}
+
+static bool scalar_is_null(const yaml_event_t *ev)
+{
+	const char *v = (const char *)ev->data.scalar.value;
+
+	if (!ev->data.scalar.plain_implicit || ev->data.scalar.tag)
+		return false;
+	return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
+	       strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
+}
+
+static int next_event(yaml_parser_t *p, yaml_event_t *ev, struct file_state *fs)
+{
+	if (yaml_parser_parse(p, ev))
+		return 0;
+	return fail(fs->err, fs->errlen, "config %s:%lu: malformed YAML: %s%s%s", fs->path,
+		    (unsigned long)p->problem_mark.line + 1, p->problem ? p->problem : "parse error",
+		    p->context ? " " : "", p->context ? p->context : "");
+}
+
+/* Applies one scalar to the setting, or only validates it when a flag
+ * overrides the key: the scratch copy is thrown away. */
+static int file_scalar(struct file_state *fs, const struct opt_def *d, const yaml_event_t *ev,
+		       struct tl_options *dst)
+{
+	const char *val = (const char *)ev->data.scalar.value;
+	char why[WHY_MAX];
+	struct origin at = { fs->path, line_of(ev) };
+	int r;
+
+	if (ev->type == YAML_ALIAS_EVENT)
+		return fail_at(fs->err, fs->errlen, &at, d->name, "aliases are not supported");
+	if (ev->type != YAML_SCALAR_EVENT)
+		return fail_at(fs->err, fs->errlen, &at, d->name, "expected a single value");
+	if (scalar_is_null(ev))
+		return fail_at(fs->err, fs->errlen, &at, d->name, "has no value");
+	if (strlen(val) != ev->data.scalar.length)
+		return fail_at(fs->err, fs->errlen, &at, d->name, "contains a NUL byte");
+	r = set_value(dst, d, val, why);
+	if (r == -EINVAL)
+		return fail_at(fs->err, fs->errlen, &at, d->name, why);
+	return r;
+}
+
+static int file_key(struct file_state *fs, yaml_parser_t *p, const yaml_event_t *kev)
+{
+	const char *key = (const char *)kev->data.scalar.value;
+	const struct opt_def *d = find_key(key);
+	struct tl_options scratch = { 0 };
+	struct tl_options *dst;
+	struct origin at = { fs->path, line_of(kev) };
+	yaml_event_t ev;
+	bool list;
+	int id, r;
+
+	if (!d || d->kind == KIND_ACTION || strlen(key) != kev->data.scalar.length)
+		return unknown_key(fs, at.line, key);
+	if (d->kind == KIND_CONFIG)
+		return fail_at(fs->err, fs->errlen, &at, key, "cannot be set inside a config file");
+	id = (int)(d - opt_defs);
+	if (fs->seen[id])
+		return fail_at(fs->err, fs->errlen, &at, key, "appears twice");
+	fs->seen[id] = true;
+	dst = fs->from_cli[id] ? &scratch : fs->o;
+	list = d->kind == KIND_HEADER || d->kind == KIND_SIGNALS;
+	/* The file's list replaces the default list. */
+	if (d->kind == KIND_HEADER)
+		clear_headers(dst);
+	if (d->kind == KIND_SIGNALS)
+		dst->signal_mask = 0;
+
+	r = next_event(p, &ev, fs);
+	if (r < 0)
+		goto out;
+	if (ev.type == YAML_SEQUENCE_START_EVENT && list) {
+		bool any = false;
+
+		yaml_event_delete(&ev);
+		for (;;) {
+			r = next_event(p, &ev, fs);
+			if (r < 0)
+				goto out;
+			if (ev.type == YAML_SEQUENCE_END_EVENT)
+				break;
+			r = file_scalar(fs, d, &ev, dst);
+			yaml_event_delete(&ev);
+			if (r < 0)
+				goto out;
+			any = true;
+		}
+		if (!any)
+			r = fail_at(fs->err, fs->errlen, &at, key, "the list is empty");
+	} else if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+		r = fail_at(fs->err, fs->errlen, &at, key, list ? "expected a name or a list of names" :
+			    "expected a single value, not a list or mapping");
+	} else {
+		r = file_scalar(fs, d, &ev, dst);
+	}
+	yaml_event_delete(&ev);
+out:
+	tl_options_free(&scratch);
+	return r;
+}
+
+static int read_file(const char *path, char **ret, size_t *ret_len, char *err, size_t errlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	struct stat st;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return fail(err, errlen, "config %s: cannot read: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		r = fail(err, errlen, "config %s: cannot read: %s", path, strerror(errno));
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		r = fail(err, errlen, "config %s: cannot read: %s", path, strerror(EISDIR));
+		goto out;
+	}
+	buf = malloc(CONFIG_MAX_BYTES + 1);
+	if (!buf) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* Read up to one byte past the cap to tell "exactly full" from "too big". */
+	while (len <= CONFIG_MAX_BYTES) {
+		ssize_t n = read(fd, buf + len, CONFIG_MAX_BYTES + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = fail(err, errlen, "config %s: cannot read: %s", path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > CONFIG_MAX_BYTES) {
+		r = fail(err, errlen, "config %s: larger than %d KiB", path, CONFIG_MAX_BYTES / 1024);
+		goto out;
+	}
+	*ret = buf;
+	*ret_len = len;
+	buf = NULL;
+	r = 0;
+out:
+	free(buf);
+	close(fd);
+	return r;
+}
+
+/* The accepted shape is one document holding one flat mapping whose values
+ * are scalars or, for list settings, sequences of scalars. The event API lets
+ * anything deeper be refused at once instead of loaded. */
+static int parse_config(struct file_state *fs)
+{
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	char *buf = NULL;
+	size_t len = 0;
+	int r, docs = 0;
+	bool done = false;
+
+	r = read_file(fs->path, &buf, &len, fs->err, fs->errlen);
+	if (r < 0)
+		return r;
+	if (!yaml_parser_initialize(&parser)) {
+		free(buf);
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+
+	while (!done) {
+		r = next_event(&parser, &ev, fs);
+		if (r < 0)
+			break;
+		switch (ev.type) {
+		case YAML_STREAM_START_EVENT:
+		case YAML_DOCUMENT_END_EVENT:
+			break;
+		case YAML_STREAM_END_EVENT:
+			done = true;
+			break;
+		case YAML_DOCUMENT_START_EVENT:
+			if (++docs > 1)
+				r = fail(fs->err, fs->errlen, "config %s:%lu: only one YAML document "
+					 "is allowed", fs->path, line_of(&ev));
+			break;
+		case YAML_SCALAR_EVENT:
+			/* A document that is empty or only "~" sets nothing. */
+			if (!scalar_is_null(&ev))
+				r = fail(fs->err, fs->errlen, "config %s:%lu: the top level must be a "
+					 "mapping of settings", fs->path, line_of(&ev));
+			break;
+		case YAML_MAPPING_START_EVENT:
+			for (;;) {
+				yaml_event_t kev;
+
+				r = next_event(&parser, &kev, fs);
+				if (r < 0)
+					break;
+				if (kev.type == YAML_MAPPING_END_EVENT) {
+					yaml_event_delete(&kev);
+					break;
+				}
+				if (kev.type != YAML_SCALAR_EVENT)
+					r = fail(fs->err, fs->errlen, "config %s:%lu: keys must be "
+						 "setting names", fs->path, line_of(&kev));
+				else
+					r = file_key(fs, &parser, &kev);
+				yaml_event_delete(&kev);
+				if (r < 0)
+					break;
+			}
+			break;
+		default:
+			r = fail(fs->err, fs->errlen, "config %s:%lu: the top level must be a "
+				 "mapping of settings", fs->path, line_of(&ev));
+			break;
+		}
+		yaml_event_delete(&ev);
+		if (r < 0)
+			break;
+	}
+	yaml_parser_delete(&parser);
+	free(buf);
+	return r;
+}
+
+/* ---- canonical rendering and digest ---- */
+
+struct strbuf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static void sb_add(struct strbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 1024;
+		char *ns;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		ns = realloc(b->s, cap);
+		if (!ns) {
+			b->oom = true;
+			return;
+		}
+		b->s = ns;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+static void sb_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(struct strbuf *b, const char *fmt, ...)
+{
+	char tmp[128];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		b->oom = true;
+		return;
+	}
+	sb_add(b, tmp, (size_t)n);
+}
+
+/* Strings are escaped so that no value can forge another line. */
+static void sb_value(struct strbuf *b, const char *s)
+{
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x20 || c == 0x7f || c == '\\')
+			sb_printf(b, "\\x%02x", c);
+		else
+			sb_add(b, (const char *)&c, 1);
+	}
+}
+
+int tl_options_render(const struct tl_options *o, char **ret)
+{
+	struct strbuf b = { 0 };
+
+	/* The node and the config file's path are left out: every node running
+	 * the same ConfigMap reports the same digest. */
+	for (int i = 0; i < OPT_COUNT; i++) {
+		const struct opt_def *d = &opt_defs[i];
+		const char *base = (const char *)o;
+
+		if (d->kind == KIND_ACTION || d->kind == KIND_CONFIG || i == OPT_NODE)
+			continue;
+		sb_printf(&b, "%s=", d->name);
+		switch (d->kind) {
+		case KIND_PATH:
+		case KIND_NODE:
+		case KIND_LISTEN:
+		case KIND_EMIT:
+			sb_value(&b, *(char *const *)(base + d->offset));
+			break;
+		case KIND_HEADER:
+			for (int h = 0; h < o->n_request_id_headers; h++) {
+				if (h)
+					sb_add(&b, ",", 1);
+				sb_value(&b, o->request_id_headers[h]);
+			}
+			break;
+		case KIND_LOG_LEVEL:
+			sb_value(&b, (unsigned)o->log_level < 4 ? log_level_names[o->log_level] : "?");
+			break;
+		case KIND_U32:
+			sb_printf(&b, "%u", *(const uint32_t *)(base + d->offset));
+			break;
+		case KIND_BYTES:
+			sb_printf(&b, "%llu",
+				  (unsigned long long)*(const uint64_t *)(base + d->offset));
+			break;
+		case KIND_BOOL:
+			sb_value(&b, *(const bool *)(base + d->offset) ? "true" : "false");
+			break;
+		case KIND_SIGNALS: {
+			bool first = true;
+
+			for (int s = 1; s < 64; s++) {
+				const char *name = NULL;
+
+				if (!(o->signal_mask & SIGBIT(s)))
+					continue;
+				for (size_t k = 0; k < sizeof(signal_names) / sizeof(signal_names[0]); k++) {
+					if (signal_names[k].signo == s) {
+						name = signal_names[k].name;
+						break;
+					}
+				}
+				if (!first)
+					sb_add(&b, ",", 1);
+				first = false;
+				if (name)
+					sb_printf(&b, "SIG%s", name);
+				else
+					sb_printf(&b, "%d", s);
+			}
+			break;
+		}
+		case KIND_CONFIG:
+		case KIND_ACTION:
+			break;
+		}
+		sb_add(&b, "\n", 1);
+	}
+	if (b.oom || !b.s) {
+		free(b.s);
+		return -ENOMEM;
+	}
+	*ret = b.s;
+	return 0;
+}
+
+static int compute_digest(struct tl_options *o)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	char *text = NULL;
+	int r;
+
+	r = tl_options_render(o, &text);
+	if (r < 0)
+		return r;
+	if (!EVP_Digest(text, strlen(text), md, &mdlen, EVP_sha256(), NULL) || mdlen != 32) {
+		free(text);
+		return -EIO;
+	}
+	free(text);
+	memcpy(o->config_digest, "sha256:", 7);
+	for (unsigned i = 0; i < mdlen; i++)
+		snprintf(o->config_digest + 7 + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+/* ---- command line ---- */
+
+static void print_help(void)
+{
+	printf("Usage: " PROG " [OPTION]...\n"
+	       "Records what happens to the Pods of this node while they start and terminate.\n"
+	       "Every option is also a key of the --config YAML file (same name, no dashes);\n"
+	       "a flag on the command line wins over the file.\n\n");
+	for (int i = 0; i < OPT_COUNT; i++) {
+		const struct opt_def *d = &opt_defs[i];
+		char left[64];
+
+		if (i == OPT_RINGBUF_KIB)
+			printf("\nSettings usually kept in the config file:\n");
+		if (i == OPT_VERSION)
+			printf("\n");
+		snprintf(left, sizeof(left), "--%s%s%s", d->name, d->meta ? " " : "",
+			 d->meta ? d->meta : "");
+		if (strlen(left) > 30)
+			printf("  %s\n  %-30s %s", left, "", d->help);
+		else
+			printf("  %-30s %s", left, d->help);
+		if (d->def)
+			printf(" (default: %s)", d->def);
+		printf("\n");
+	}
+	printf("\nExit status: 0 after a clean stop, 2 on bad flags or configuration.\n");
+}
+
+static void options_move(struct tl_options *dst, struct tl_options *src)
+{
+	*dst = *src;
+	memset(src, 0, sizeof(*src));
+}
+
+int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, size_t errlen)
+{
+	struct option longopts[OPT_COUNT + 1];
+	struct tl_options o = { 0 };
+	bool from_cli[OPT_COUNT] = { false };
+	char why[WHY_MAX];
+	int r, c;
+
+	if (err && errlen)
+		err[0] = '\0';
+	for (int i = 0; i < OPT_COUNT; i++) {
+		const struct opt_def *d = &opt_defs[i];
+		bool arg = d->kind != KIND_ACTION && d->kind != KIND_BOOL;
+
+		longopts[i] = (struct option){ d->name, arg ? required_argument : no_argument,
+					       NULL, 0x100 + i };
+	}
+	longopts[OPT_COUNT] = (struct option){ 0 };
+
+	r = set_defaults(&o);
+	if (r < 0)
+		goto out;
+
+	/* optind = 0 makes glibc start over, so the parser can run more than
+	 * once in a process; '+' stops at the first operand instead of permuting
+	 * the caller's argv; ':' reports a missing argument apart. */
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:", longopts, NULL)) != -1) {
+		const struct opt_def *d;
+		int id;
+
+		if (c == '?') {
+			char q[80];
+
+			quote(q, sizeof(q), optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+			if (optopt >= 0x100 && optopt < 0x100 + OPT_COUNT)
+				r = fail(err, errlen, PROG ": --%s takes no value", opt_defs[optopt - 0x100].name);
+			else
+				r = fail(err, errlen, PROG ": unknown option '%s' (see --help)", q);
+			goto out;
+		}
+		if (c == ':') {
+			if (optopt >= 0x100 && optopt < 0x100 + OPT_COUNT)
+				r = fail(err, errlen, PROG ": --%s needs a value", opt_defs[optopt - 0x100].name);
+			else
+				r = fail(err, errlen, PROG ": an option needs a value");
+			goto out;
+		}
+		id = c - 0x100;
+		if (id < 0 || id >= OPT_COUNT) {
+			r = fail(err, errlen, PROG ": unknown option (see --help)");
+			goto out;
+		}
+		d = &opt_defs[id];
+		if (id == OPT_HELP) {
+			print_help();
+			r = 1;
+			goto out;
+		}
+		if (id == OPT_VERSION) {
+			printf(PROG " %s\n", TERMLINE_VERSION);
+			r = 1;
+			goto out;
+		}
+		if (id == OPT_CONFIG) {
+			if (optarg[0] == '\0') {
+				r = fail(err, errlen, PROG ": --config: the file name is empty");
+				goto out;
+			}
+			r = set_string(&o.config_path, optarg);
+			if (r < 0)
+				goto out;
+			continue;
+		}
+		/* The first flag of a list replaces the default (or the file's)
+		 * list; later ones add to it. */
+		if (!from_cli[id] && d->kind == KIND_HEADER)
+			clear_headers(&o);
+		if (!from_cli[id] && d->kind == KIND_SIGNALS)
+			o.signal_mask = 0;
+		from_cli[id] = true;
+		r = d->kind == KIND_BOOL ? set_value(&o, d, "true", why) : set_value(&o, d, optarg, why);
+		if (r == -EINVAL) {
+			struct origin at = { NULL, 0 };
+
+			r = fail_at(err, errlen, &at, d->name, why);
+		}
+		if (r < 0)
+			goto out;
+	}
+	if (optind < argc) {
+		char q[80];
+
+		quote(q, sizeof(q), argv[optind]);
+		r = fail(err, errlen, PROG ": unexpected argument '%s' (see --help)", q);
+		goto out;
+	}
+
+	if (o.config_path) {
+		struct file_state fs = {
+			.o = &o, .from_cli = from_cli, .path = o.config_path,
+			.err = err, .errlen = errlen,
+		};
+
+		r = parse_config(&fs);
+		if (r < 0)
+			goto out;
+	}
+	if (!o.node) {
+		r = default_node(&o, err, errlen);
+		if (r < 0)
+			goto out;
+	}
+	r = compute_digest(&o);
+	if (r < 0)
+		goto out;
+
+	options_move(opts, &o);
+	return 0;
+out:
+	if (r == -ENOMEM)
+		fail(err, errlen, PROG ": out of memory");
+	else if (r == -EIO)
+		fail(err, errlen, PROG ": cannot compute the config digest");
+	tl_options_free(&o);
+	return r;
+}
+
+void tl_options_free(struct tl_options *opts)
+{
+	if (!opts)
+		return;
+	free(opts->config_path);
+	free(opts->kubeconfig);
+	free(opts->node);
+	free(opts->state_dir);
+	free(opts->listen);
+	free(opts->cgroup_root);
+	free(opts->pod_logs_dir);
+	clear_headers(opts);
+	free(opts->emit_events);
+	memset(opts, 0, sizeof(*opts));
+}

@@ -44,3 +44,8 @@ struct tl_options {
  * into err (caller prints it and exits 2). */
 int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, size_t errlen);
 void tl_options_free(struct tl_options *opts);
+/* The canonical text of the effective settings that config_digest hashes:
+ * one "key=value" line per setting in a fixed order (the node and the config
+ * path left out, so every node of one ConfigMap shares a digest). Caller
+ * frees *ret. 0 or -ENOMEM. */
+int tl_options_render(const struct tl_options *opts, char **ret);
