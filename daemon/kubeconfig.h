@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where the API server is and how to authenticate to it: from a kubeconfig
+ * file (current-context only) or from the in-cluster service account.
+ * Errors come back as one line naming the file and the key. */
+
+struct tl_kube_exec {
+	char *command;
+	char **argv;  /* NULL-terminated, argv[0] = command */
+	char **env;   /* NULL-terminated "NAME=value" added to ours */
+	char *api_version;
+};
+
+/* Credentials in force; owned by the tl_kubeconfig. */
+struct tl_kube_creds {
+	char *token;          /* bearer token or NULL */
+	char *cert_pem;       /* client certificate (PEM bytes) or NULL */
+	size_t cert_pem_len;
+	char *key_pem;
+	size_t key_pem_len;
+	int64_t expires_ns;   /* exec credentials: expirationTimestamp, 0 = none */
+};
+
+struct tl_kubeconfig {
+	char *source;          /* the file, or "in-cluster config" */
+	char *dir;             /* relative paths are relative to this */
+	char *server;          /* "https://host:port", no trailing slash */
+	char *ca_file;
+	char *ca_pem;          /* certificate-authority-data, decoded */
+	size_t ca_pem_len;
+	bool insecure;
+	char *tls_server_name;
+	char *token;
+	char *token_file;
+	char *token_file_key;  /* the key that named it, for messages */
+	char *cert_file, *key_file;
+	char *cert_pem, *key_pem;
+	size_t cert_pem_len, key_pem_len;
+	struct tl_kube_exec *exec;
+	char *exec_key;
+
+	/* refreshed by tl_kubeconfig_credentials() */
+	struct tl_kube_creds creds;
+	uint64_t creds_mono_ms; /* when last read; 0 = never */
+};
+
+#define TL_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+/* Projected tokens rotate; client-go re-reads at most this old a copy. */
+#define TL_KUBE_TOKEN_REREAD_MS 60000
+
+int tl_kubeconfig_load(const char *path, struct tl_kubeconfig **ret, char *err, size_t errlen);
+/* In-cluster: $KUBERNETES_SERVICE_HOST/PORT and sa_dir/{token,ca.crt};
+ * sa_dir NULL = TL_KUBE_SA_DIR. */
+int tl_kubeconfig_in_cluster(const char *sa_dir, struct tl_kubeconfig **ret, char *err,
+			     size_t errlen);
+void tl_kubeconfig_free(struct tl_kubeconfig *kc);
+
+/* Current credentials: re-reads a token file older than
+ * TL_KUBE_TOKEN_REREAD_MS, re-runs an exec plugin past its expiration, and
+ * does both when force is set (after a 401). On failure the previous
+ * credentials stay in force, err says why, and -errno is returned. */
+int tl_kubeconfig_credentials(struct tl_kubeconfig *kc, bool force, uint64_t now_mono_ms,
+			      const struct tl_kube_creds **ret, char *err, size_t errlen);
+
+/* Exposed for tests: decode base64 (whitespace ignored). 0 or -EINVAL. */
+int tl_base64_decode(const char *in, char **ret, size_t *ret_len);
