@@ -1,1 +1,225 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "export-json.h"
+
+bool tl_export_name_ok(const char *s)
+{
+	size_t n;
+
+	if (!s || !*s)
+		return false;
+	n = strlen(s);
+	if (n > 253 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '-' || c == '_'))
+			return false;
+	}
+	return true;
+}
+
+int tl_export_doc_location(const char *ns, const char *name, const char *uid, char *dir,
+			   size_t dirlen, char *file, size_t filelen)
+{
+	int a, b;
+
+	if (!tl_export_name_ok(uid))
+		return -EINVAL;
+	/* "_unknown" cannot collide with a real namespace: DNS labels have no '_'. */
+	if (tl_export_name_ok(ns) && tl_export_name_ok(name)) {
+		a = snprintf(dir, dirlen, "%s", ns);
+		b = snprintf(file, filelen, "%s_%s.json", name, uid);
+	} else {
+		a = snprintf(dir, dirlen, "%s", TL_UNKNOWN_NS);
+		b = snprintf(file, filelen, "%s.json", uid);
+	}
+	if (a < 0 || (size_t)a >= dirlen || b < 0 || (size_t)b >= filelen)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static struct json_object *get_path(struct json_object *o, const char *k1, const char *k2)
+{
+	struct json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, k1, &v))
+		return NULL;
+	if (!k2)
+		return v;
+	if (!json_object_is_type(v, json_type_object) || !json_object_object_get_ex(v, k2, &v))
+		return NULL;
+	return v;
+}
+
+static struct json_object *typed_copy(struct json_object *v, json_type type)
+{
+	if (!v || !json_object_is_type(v, type))
+		return NULL;
+	if (type == json_type_string && json_object_get_string_len(v) == 0)
+		return NULL;
+	return json_object_get(v);
+}
+
+struct json_object *tl_export_pod(const char *uid, struct json_object *meta)
+{
+	struct json_object *pod = json_object_new_object();
+	struct json_object *p = get_path(meta, "pod", NULL);
+	struct json_object *owner = NULL, *tgps;
+	static const char *const strs[] = { "namespace", "name", "node", "ip" };
+
+	if (!pod)
+		return NULL;
+	if (p && !json_object_is_type(p, json_type_object))
+		p = NULL;
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		json_object_object_add(pod, strs[i], typed_copy(get_path(p, strs[i], NULL), json_type_string));
+	json_object_object_add(pod, "uid", json_object_new_string(uid));
+	if (get_path(p, "owner", "kind") && get_path(p, "owner", "name")) {
+		struct json_object *kind = typed_copy(get_path(p, "owner", "kind"), json_type_string);
+		struct json_object *name = typed_copy(get_path(p, "owner", "name"), json_type_string);
+
+		if (kind && name) {
+			owner = json_object_new_object();
+			if (owner) {
+				json_object_object_add(owner, "kind", kind);
+				json_object_object_add(owner, "name", name);
+				kind = name = NULL;
+			}
+		}
+		json_object_put(kind);
+		json_object_put(name);
+	}
+	json_object_object_add(pod, "owner", owner);
+	tgps = get_path(p, "terminationGracePeriodSeconds", NULL);
+	if (tgps && json_object_is_type(tgps, json_type_int) && json_object_get_int64(tgps) >= 0)
+		json_object_object_add(pod, "terminationGracePeriodSeconds", json_object_get(tgps));
+	else
+		json_object_object_add(pod, "terminationGracePeriodSeconds", NULL);
+	return pod;
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, data, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		data += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int tl_export_write_atomic(const char *dir, const char *file, const char *data, size_t len)
+{
+	char tmp[PATH_MAX], dst[PATH_MAX];
+	int fd = -1, dfd = -1, r, n;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	n = snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, file);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	n = snprintf(dst, sizeof(dst), "%s/%s", dir, file);
+	if (n < 0 || (size_t)n >= sizeof(dst))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, data, len);
+	if (r < 0)
+		goto fail;
+	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		r = -errno;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, dst) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	/* The rename itself must survive a power cut too. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	r = fsync(dfd) < 0 ? -errno : 0;
+	close(dfd);
+	return r;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return r;
+}
+
+int tl_export_read_file(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t done = 0;
+	int fd, r = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = -EINVAL;
+		goto out;
+	}
+	if ((uint64_t)st.st_size > max) {
+		r = -EFBIG;
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		r = -ENOMEM;
+		goto out;
+	}
+	while (done < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + done, (size_t)st.st_size - done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	buf[done] = '\0';
+	*ret = buf;
+	*ret_len = done;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return r;
+}

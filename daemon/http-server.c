@@ -1,1 +1,335 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+
+#include "export-json.h"
+#include "http-server.h"
+#include "metrics.h"
+
+/* Peer-controlled sizes: the per-connection memory pool bounds the request
+ * line plus headers; bodies are never read (read-only API). */
+#define HTTP_CONN_LIMIT 64
+#define HTTP_PER_IP_LIMIT 16
+#define HTTP_CONN_MEMORY (32 * 1024)
+#define HTTP_TIMEOUT_S 30
+#define HTTP_BACKLOG 64
+#define PREFIX "/v1/timelines"
+
+struct tl_http {
+	struct MHD_Daemon *mhd;
+	struct tl_loop *loop;
+	struct tl_timelines *t;
+	struct tl_timer *timer;
+	int epfd;
+	bool (*ready)(void *ud);
+	void *ud;
+	uint16_t port;
+};
+
+static int parse_listen(const char *s, struct sockaddr_storage *ss, bool *v6)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon, *h = s;
+	size_t hlen;
+	char *end;
+	unsigned long port;
+
+	if (!s)
+		return -EINVAL;
+	if (*s == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb || rb[1] != ':')
+			return -EINVAL;
+		h = s + 1;
+		hlen = (size_t)(rb - h);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -EINVAL;
+		hlen = (size_t)(colon - s);
+	}
+	if (hlen == 0 || hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || port > 65535)
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	if (*s == '[') {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
+			return -EINVAL;
+		*v6 = true;
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			return -EINVAL;
+		*v6 = false;
+	}
+	return 0;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *type,
+			       char *body, size_t len, bool must_free)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result r;
+
+	resp = MHD_create_response_from_buffer(len, body,
+					       must_free ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (!resp) {
+		if (must_free)
+			free(body);
+		return MHD_NO;
+	}
+	if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type) == MHD_NO ||
+	    (status == MHD_HTTP_METHOD_NOT_ALLOWED &&
+	     MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") == MHD_NO)) {
+		MHD_destroy_response(resp);
+		return MHD_NO;
+	}
+	r = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status, const char *text)
+{
+	return respond(conn, status, "text/plain; charset=utf-8", (char *)text, strlen(text), false);
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned status, const char *msg)
+{
+	char buf[256];
+	int n = snprintf(buf, sizeof(buf), "{\"error\":\"%s\"}", msg);
+	char *body = strdup(buf);
+
+	if (n < 0 || !body) {
+		free(body);
+		return MHD_NO;
+	}
+	return respond(conn, status, "application/json", body, strlen(body), true);
+}
+
+static enum MHD_Result respond_json(struct MHD_Connection *conn, struct json_object *o)
+{
+	size_t len;
+	const char *s = json_object_to_json_string_length(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	char *body = s ? malloc(len + 1) : NULL;
+
+	if (!body)
+		return respond_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	memcpy(body, s, len + 1);
+	return respond(conn, MHD_HTTP_OK, "application/json", body, len, true);
+}
+
+static enum MHD_Result serve_metrics(struct MHD_Connection *conn)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int r;
+
+	if (!f)
+		return respond_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	r = tl_metrics_render(f);
+	if (fclose(f) != 0 || r < 0) {
+		free(buf);
+		return respond_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "metrics unavailable");
+	}
+	return respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf, len, true);
+}
+
+static enum MHD_Result serve_timeline(struct tl_http *h, struct MHD_Connection *conn,
+				      const char *rest)
+{
+	char ns[256], name[256];
+	const char *slash = strchr(rest, '/');
+	const char *uid = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "uid");
+	char *doc = NULL;
+	size_t len = 0, nslen;
+	int r;
+
+	if (!slash || strchr(slash + 1, '/'))
+		return respond_error(conn, MHD_HTTP_NOT_FOUND, "not found");
+	nslen = (size_t)(slash - rest);
+	if (nslen == 0 || nslen >= sizeof(ns) || strlen(slash + 1) >= sizeof(name))
+		return respond_error(conn, MHD_HTTP_NOT_FOUND, "not found");
+	memcpy(ns, rest, nslen);
+	ns[nslen] = '\0';
+	snprintf(name, sizeof(name), "%s", slash + 1);
+	if (!tl_export_name_ok(ns) || !tl_export_name_ok(name))
+		return respond_error(conn, MHD_HTTP_NOT_FOUND, "not found");
+	if (uid && !tl_export_name_ok(uid))
+		return respond_error(conn, MHD_HTTP_BAD_REQUEST, "bad uid");
+	r = tl_timelines_get(h->t, ns, name, uid, &doc, &len);
+	if (r == -ENOENT)
+		return respond_error(conn, MHD_HTTP_NOT_FOUND, "no such timeline");
+	if (r < 0)
+		return respond_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "timeline unavailable");
+	return respond(conn, MHD_HTTP_OK, "application/json", doc, len, true);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+			      const char *method, const char *version, const char *upload_data,
+			      size_t *upload_data_size, void **con_cls)
+{
+	struct tl_http *h = cls;
+
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed");
+	if (strcmp(url, "/healthz") == 0)
+		return respond_text(conn, MHD_HTTP_OK, "ok\n");
+	if (strcmp(url, "/readyz") == 0) {
+		if (!h->ready || h->ready(h->ud))
+			return respond_text(conn, MHD_HTTP_OK, "ready\n");
+		return respond_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
+	}
+	if (strcmp(url, "/metrics") == 0)
+		return serve_metrics(conn);
+	if (strcmp(url, PREFIX) == 0) {
+		struct json_object *list;
+		enum MHD_Result r;
+
+		if (tl_timelines_list(h->t, &list) < 0)
+			return respond_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		r = respond_json(conn, list);
+		json_object_put(list);
+		return r;
+	}
+	if (strncmp(url, PREFIX "/", strlen(PREFIX "/")) == 0)
+		return serve_timeline(h, conn, url + strlen(PREFIX "/"));
+	return respond_error(conn, MHD_HTTP_NOT_FOUND, "not found");
+}
+
+/* MHD has no thread of its own: run it when its epoll fd is readable and
+ * when its own timeout (idle connections, queued work) expires. */
+static void reschedule(struct tl_http *h)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+
+	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
+		tl_timer_arm(h->timer, ms ? ms : 1, 0);
+	else
+		tl_timer_disarm(h->timer);
+}
+
+static int io_cb(struct tl_loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct tl_http *h = userdata;
+
+	if (MHD_run(h->mhd) != MHD_YES) {
+		reschedule(h);
+		return -EIO;
+	}
+	reschedule(h);
+	return 0;
+}
+
+static void timer_cb(struct tl_loop *loop, struct tl_timer *timer, void *userdata)
+{
+	struct tl_http *h = userdata;
+
+	MHD_run(h->mhd);
+	reschedule(h);
+}
+
+int tl_http_new(const struct tl_http_config *cfg, struct tl_loop *loop, struct tl_timelines *t,
+		struct tl_http **ret, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	const union MHD_DaemonInfo *info;
+	struct tl_http *h;
+	bool v6 = false;
+	unsigned flags = MHD_USE_EPOLL;
+	int r;
+
+	if (parse_listen(cfg->listen, &ss, &v6) < 0) {
+		snprintf(err, errlen, "listen address \"%s\" is not ADDR:PORT", cfg->listen ? cfg->listen : "");
+		return -EINVAL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->loop = loop;
+	h->t = t;
+	h->ready = cfg->ready;
+	h->ud = cfg->ud;
+	h->epfd = -1;
+	if (v6)
+		flags |= MHD_USE_IPv6;
+	h->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
+				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONN_LIMIT,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_IP_LIMIT,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
+				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)HTTP_BACKLOG,
+				  MHD_OPTION_END);
+	if (!h->mhd) {
+		snprintf(err, errlen, "cannot listen on %s (address in use or not local?)", cfg->listen);
+		r = -EADDRNOTAVAIL;
+		goto fail;
+	}
+	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info || info->epoll_fd < 0) {
+		snprintf(err, errlen, "HTTP server has no epoll fd");
+		r = -EIO;
+		goto fail;
+	}
+	h->epfd = info->epoll_fd;
+	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	h->port = info ? info->port : 0;
+	r = tl_loop_add_timer(loop, 0, 0, timer_cb, h, &h->timer);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot create HTTP timer: %s", strerror(-r));
+		goto fail;
+	}
+	r = tl_loop_add_io(loop, h->epfd, EPOLLIN, io_cb, h);
+	if (r < 0) {
+		h->epfd = -1;
+		snprintf(err, errlen, "cannot watch HTTP server: %s", strerror(-r));
+		goto fail;
+	}
+	reschedule(h);
+	*ret = h;
+	return 0;
+fail:
+	tl_http_free(h);
+	return r;
+}
+
+uint16_t tl_http_port(const struct tl_http *h)
+{
+	return h->port;
+}
+
+void tl_http_free(struct tl_http *h)
+{
+	if (!h)
+		return;
+	if (h->epfd >= 0)
+		tl_loop_del_io(h->loop, h->epfd);
+	tl_timer_free(h->timer);
+	if (h->mhd)
+		MHD_stop_daemon(h->mhd);
+	free(h);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+/* Building blocks of the timeline document (schema/timeline.schema.json)
+ * and its file on disk. */
+#define TL_API_VERSION "termline/v1"
+/* Directory used for Pods whose namespace/name are unknown (--no-api). */
+#define TL_UNKNOWN_NS "_unknown"
+
+/* True when s can be one path component: non-empty, at most 253 bytes,
+ * only [A-Za-z0-9._-], not "." or "..". Kubernetes namespaces, names and
+ * UIDs all pass. */
+bool tl_export_name_ok(const char *s);
+
+/* Directory (relative to STATE/timelines) and file name of a document:
+ * "NS" + "NAME_UID.json", or "_unknown" + "UID.json" when ns or name is
+ * NULL or unusable. -ENAMETOOLONG if the buffers are short. */
+int tl_export_doc_location(const char *ns, const char *name, const char *uid, char *dir,
+			   size_t dirlen, char *file, size_t filelen);
+
+/* The "pod" object from the API metadata ({"pod":{...}}, may be NULL):
+ * every key present, null where unknown; uid always set. */
+struct json_object *tl_export_pod(const char *uid, struct json_object *meta);
+
+/* Writes data to DIR/FILE through a temp file in DIR: write, fsync,
+ * rename, fsync DIR. DIR is created (one level) if missing. On error no
+ * partial FILE exists. 0 or -errno. */
+int tl_export_write_atomic(const char *dir, const char *file, const char *data, size_t len);
+
+/* Reads a whole file up to max bytes (-EFBIG beyond). */
+int tl_export_read_file(const char *path, size_t max, char **ret, size_t *ret_len);

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "event.h"
+#include "loop.h"
+
+/* Per-Pod timelines: one per Pod UID seen on this node. A timeline opens at
+ * the first event or metadata for its UID, stays open for the Pod's life,
+ * and closes linger_s after "pod.deleted" (late resets and log lines still
+ * land). Closing writes STATE/timelines/NS/NAME_UID.json atomically; Pods
+ * whose namespace/name never became known (--no-api) are written to
+ * STATE/timelines/_unknown/UID.json. Open timelines are journaled under
+ * STATE/journal/ and replayed by tl_timelines_new().
+ *
+ * Memory per timeline is bounded: up to max_events entries everything is
+ * kept; past it, http.request and every type outside the lifecycle list of
+ * DESIGN.md are folded into one "events.aggregated" entry per type, source,
+ * container and second; lifecycle events are still kept up to 2 * max_events
+ * entries, after which everything is dropped. Both losses are counted in the
+ * document's "loss" and make it "complete": false. */
+
+/* Provenance written into every document ("recorder"). Strings are copied. */
+struct tl_recorder {
+	const char *agent_version;
+	const char *node;
+	const char *kernel;
+	const char *config_digest;
+	const char *const *probes; /* NULL-terminated, may be NULL */
+	int64_t recording_since_ns; /* realtime; 0 = now */
+};
+
+struct tl_timelines_config {
+	const char *state_dir;
+	uint32_t linger_s;        /* 0 closes on the next loop iteration */
+	uint32_t max_events;      /* 0 = default 20000 */
+	uint64_t retention_bytes; /* closed documents; 0 = unlimited */
+	uint32_t retention_hours; /* 0 = unlimited */
+	uint32_t fsync_ms;        /* journal fsync batching; 0 = default 200 */
+	struct tl_recorder recorder;
+};
+
+struct tl_timelines;
+
+/* Creates the state directories, loads the index of closed documents,
+ * replays every journal (open timelines survive a restart) and arms the
+ * linger, fsync and retention timers on loop. */
+int tl_timelines_new(const struct tl_timelines_config *cfg, struct tl_loop *loop,
+		     struct tl_timelines **ret);
+/* Flushes the journals (fsync) and frees; open timelines stay journaled.
+ * Accepts NULL. */
+void tl_timelines_free(struct tl_timelines *t);
+
+/* Copies ev into the timeline of ev->pod_uid. Events with an empty pod_uid
+ * are ignored (returns 0; the caller counts them); events for a Pod whose
+ * timeline has already closed are counted as late and ignored. -EINVAL for a
+ * malformed UID, -ENOMEM. */
+int tl_timelines_add(struct tl_timelines *t, const struct tl_event *ev);
+/* meta: {"pod":{...},"containers":[...]} from the API side; replaces the
+ * previous metadata of that UID (opening the timeline if needed). The
+ * object is not consumed. */
+int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, struct json_object *meta);
+/* Ring-buffer drops cannot be attributed: every open timeline is charged. */
+void tl_timelines_note_kernel_loss(struct tl_timelines *t, uint64_t dropped);
+/* fsync every journal now (shutdown). 0 or the first -errno. */
+int tl_timelines_flush(struct tl_timelines *t);
+/* Applies retention to closed documents now (also runs on a timer). */
+int tl_timelines_retention_run(struct tl_timelines *t);
+
+/* {"timelines":[{"namespace","name","uid","state","events","findings"}]}. */
+int tl_timelines_list(struct tl_timelines *t, struct json_object **ret);
+/* The newest timeline of namespace/name (uid: that one; NULL = newest) as a
+ * serialized document in *ret (malloc'd, caller frees). -ENOENT unknown. */
+int tl_timelines_get(struct tl_timelines *t, const char *ns, const char *name, const char *uid,
+		     char **ret, size_t *ret_len);
+
+size_t tl_timelines_open_count(const struct tl_timelines *t);
