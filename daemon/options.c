@@ -664,11 +664,21 @@ static bool scalar_is_null(const yaml_event_t *ev)
 
 static int next_event(yaml_parser_t *p, yaml_event_t *ev, struct file_state *fs)
 {
+	unsigned long line, ctx_line;
+
 	if (yaml_parser_parse(p, ev))
 		return 0;
-	return fail(fs->err, fs->errlen, "config %s:%lu: malformed YAML: %s%s%s", fs->path,
-		    (unsigned long)p->problem_mark.line + 1, p->problem ? p->problem : "parse error",
-		    p->context ? " " : "", p->context ? p->context : "");
+	line = (unsigned long)p->problem_mark.line + 1;
+	ctx_line = (unsigned long)p->context_mark.line + 1;
+	/* An unclosed quote or bracket is reported where the input ends; the
+	 * context names where it was opened, which is what needs fixing. */
+	if (p->context && ctx_line != line)
+		return fail(fs->err, fs->errlen, "config %s:%lu: malformed YAML: %s %s started on "
+			    "line %lu", fs->path, line, p->problem ? p->problem : "parse error",
+			    p->context, ctx_line);
+	return fail(fs->err, fs->errlen, "config %s:%lu: malformed YAML: %s%s%s", fs->path, line,
+		    p->problem ? p->problem : "parse error", p->context ? " " : "",
+		    p->context ? p->context : "");
 }
 
 /* Applies one scalar to the setting, or only validates it when a flag
@@ -1062,13 +1072,9 @@ static void print_help(void)
 			printf("\n");
 		snprintf(left, sizeof(left), "--%s%s%s", d->name, d->meta ? " " : "",
 			 d->meta ? d->meta : "");
-		if (strlen(left) > 30)
-			printf("  %s\n  %-30s %s", left, "", d->help);
-		else
-			printf("  %-30s %s", left, d->help);
+		printf("  %-28s %s\n", left, d->help);
 		if (d->def)
-			printf(" (default: %s)", d->def);
-		printf("\n");
+			printf("  %-28s default: %s\n", "", d->def);
 	}
 	printf("\nExit status: 0 after a clean stop, 2 on bad flags or configuration.\n");
 }
