@@ -179,16 +179,16 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* Values are echoed in errors: keep them on one line and short. */
+/* Values and file names are echoed in errors: keep them on one line and
+ * within the buffer (len >= 4), cut with "..." when longer. */
 static void quote(char *buf, size_t len, const char *s)
 {
 	size_t i = 0;
 
-	for (; *s && i + 4 < len; s++) {
-		if (i >= 60) {
-			buf[i++] = '.';
-			buf[i++] = '.';
-			buf[i++] = '.';
+	for (; *s; s++) {
+		if (i + 4 >= len) {
+			memcpy(buf + i, "...", 3);
+			i += 3;
 			break;
 		}
 		buf[i++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
@@ -580,7 +580,8 @@ struct file_state {
 	struct tl_options *o;
 	const bool *from_cli;     /* [OPT_COUNT]: a flag already set this one */
 	bool seen[OPT_COUNT];
-	const char *path;
+	const char *open_path;
+	char path[256];           /* as shown in errors */
 	char *err;
 	size_t errlen;
 };
@@ -765,14 +766,15 @@ out:
 	return r;
 }
 
-static int read_file(const char *path, char **ret, size_t *ret_len, char *err, size_t errlen)
+static int read_file(const char *open_path, const char *path, char **ret, size_t *ret_len,
+		     char *err, size_t errlen)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	struct stat st;
 	int fd, r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return fail(err, errlen, "config %s: cannot read: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0) {
@@ -828,7 +830,7 @@ static int parse_config(struct file_state *fs)
 	int r, docs = 0;
 	bool done = false;
 
-	r = read_file(fs->path, &buf, &len, fs->err, fs->errlen);
+	r = read_file(fs->open_path, fs->path, &buf, &len, fs->err, fs->errlen);
 	if (r < 0)
 		return r;
 	if (!yaml_parser_initialize(&parser)) {
@@ -1186,9 +1188,11 @@ int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, 
 
 	if (o.config_path) {
 		struct file_state fs = {
-			.o = &o, .from_cli = from_cli, .path = o.config_path,
+			.o = &o, .from_cli = from_cli, .open_path = o.config_path,
 			.err = err, .errlen = errlen,
 		};
+
+		quote(fs.path, sizeof(fs.path), o.config_path);
 
 		r = parse_config(&fs);
 		if (r < 0)
