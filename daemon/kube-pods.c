@@ -1,1 +1,941 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/linkhash.h>
+
+#include "clock.h"
+#include "kube-pods.h"
+
+/* Deleted Pods stay known (for late kernel events and the timeline) until
+ * forgotten; beyond this many the oldest go. */
+#define KP_MAX_RETAINED 1024
+#define KP_MAX_CONTAINERS 256
+#define KP_MAX_IPS 8
+#define KP_MAX_ENDPOINTS 1000 /* the EndpointSlice API limit per slice */
+
+struct kcontainer {
+	char *name;
+	const char *role;  /* "main", "sidecar", "init" */
+	char *full_id;     /* "containerd://..." or NULL */
+	char *bare_id;
+	const char *prestop; /* "exec", "httpGet", "sleep", "tcpSocket" or NULL */
+};
+
+struct kpod {
+	char *uid, *ns, *name;
+	char *ips[KP_MAX_IPS];
+	size_t nips;
+	bool deleting;
+	bool deleted;
+	uint64_t mark;
+	uint64_t deleted_seq;
+	struct json_object *conds;      /* condition type -> status */
+	struct json_object *terminated; /* keys of terminations already reported */
+	struct json_object *meta;       /* the timeline's pod + containers */
+	struct kcontainer *ctrs;
+	size_t nctrs;
+};
+
+struct kep {
+	char *key;
+	char *pod_uid; /* "" when the target is not a Pod */
+	char *address;
+	bool ready, serving, terminating;
+};
+
+struct kslice {
+	char *uid, *name, *service;
+	struct kep *eps;
+	size_t neps;
+	uint64_t mark;
+};
+
+struct tl_kpods {
+	char *node;
+	struct tl_emitter emit;
+	struct tl_kpods_callbacks cb;
+	struct lh_table *pods;   /* uid -> kpod */
+	struct lh_table *by_id;  /* bare container id -> kpod */
+	struct lh_table *by_ip;  /* ip -> kpod */
+	struct lh_table *slices; /* slice uid -> kslice */
+	uint64_t pod_gen, slice_gen;
+	uint64_t deleted_seq;
+	size_t retained;
+};
+
+/* ---- small JSON helpers ---- */
+
+static struct json_object *jget(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v))
+		return NULL;
+	return v;
+}
+
+static const char *jstr(struct json_object *o, const char *k)
+{
+	struct json_object *v = jget(o, k);
+
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+static struct json_object *jarr(struct json_object *o, const char *k)
+{
+	struct json_object *v = jget(o, k);
+
+	return v && json_object_is_type(v, json_type_array) ? v : NULL;
+}
+
+static bool jbool(struct json_object *o, const char *k, bool dflt)
+{
+	struct json_object *v = jget(o, k);
+
+	return v && json_object_is_type(v, json_type_boolean) ? json_object_get_boolean(v) : dflt;
+}
+
+static bool jint(struct json_object *o, const char *k, int64_t *ret)
+{
+	struct json_object *v = jget(o, k);
+
+	if (!v || !json_object_is_type(v, json_type_int))
+		return false;
+	*ret = json_object_get_int64(v);
+	return true;
+}
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+const char *tl_kpods_bare_id(const char *full)
+{
+	const char *p = full ? strstr(full, "://") : NULL;
+
+	return p && p[3] ? p + 3 : NULL;
+}
+
+/* ---- events ---- */
+
+static bool emit_new(struct tl_event *ev, const char *type, const char *pod_uid)
+{
+	if (tl_event_init(ev, TL_SRC_API, type, tl_now_real_ns()) < 0)
+		return false;
+	snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", pod_uid ? pod_uid : "");
+	return true;
+}
+
+static void set_str_if(struct tl_event *ev, const char *k, const char *v)
+{
+	if (v)
+		tl_event_set_str(ev, k, v);
+}
+
+/* ---- pods ---- */
+
+static void kpod_free_contents(struct kpod *p)
+{
+	for (size_t i = 0; i < p->nctrs; i++) {
+		free(p->ctrs[i].name);
+		free(p->ctrs[i].full_id);
+	}
+	free(p->ctrs);
+	p->ctrs = NULL;
+	p->nctrs = 0;
+	for (size_t i = 0; i < p->nips; i++)
+		free(p->ips[i]);
+	p->nips = 0;
+	json_object_put(p->meta);
+	p->meta = NULL;
+	json_object_put(p->conds);
+	p->conds = NULL;
+}
+
+static void kpod_free(struct kpod *p)
+{
+	if (!p)
+		return;
+	kpod_free_contents(p);
+	json_object_put(p->terminated);
+	free(p->uid);
+	free(p->ns);
+	free(p->name);
+	free(p);
+}
+
+static void unindex_pod(struct tl_kpods *m, struct kpod *p)
+{
+	void *v;
+
+	for (size_t i = 0; i < p->nctrs; i++)
+		if (p->ctrs[i].bare_id && lh_table_lookup_ex(m->by_id, p->ctrs[i].bare_id, &v) &&
+		    v == p)
+			lh_table_delete(m->by_id, p->ctrs[i].bare_id);
+	for (size_t i = 0; i < p->nips; i++)
+		if (lh_table_lookup_ex(m->by_ip, p->ips[i], &v) && v == p)
+			lh_table_delete(m->by_ip, p->ips[i]);
+}
+
+static void index_pod(struct tl_kpods *m, struct kpod *p)
+{
+	void *v;
+
+	for (size_t i = 0; i < p->nctrs; i++) {
+		const char *id = p->ctrs[i].bare_id;
+
+		if (!id)
+			continue;
+		if (lh_table_lookup_ex(m->by_id, id, &v))
+			lh_table_delete(m->by_id, id);
+		lh_table_insert(m->by_id, id, p);
+	}
+	for (size_t i = 0; i < p->nips; i++) {
+		/* a live Pod wins an address over a deleted one that had it */
+		if (lh_table_lookup_ex(m->by_ip, p->ips[i], &v)) {
+			if (p->deleted && !((struct kpod *)v)->deleted)
+				continue;
+			lh_table_delete(m->by_ip, p->ips[i]);
+		}
+		lh_table_insert(m->by_ip, p->ips[i], p);
+	}
+}
+
+static const char *prestop_kind(struct json_object *c)
+{
+	struct json_object *ps = jget(jget(c, "lifecycle"), "preStop");
+	static const char *const kinds[] = { "exec", "httpGet", "sleep", "tcpSocket" };
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (jget(ps, kinds[i]))
+			return kinds[i];
+	return NULL;
+}
+
+static const char *find_status_id(struct json_object *statuses, const char *name)
+{
+	size_t n = statuses ? json_object_array_length(statuses) : 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *s = json_object_array_get_idx(statuses, i);
+		const char *sn = jstr(s, "name");
+
+		if (sn && strcmp(sn, name) == 0)
+			return jstr(s, "containerID");
+	}
+	return NULL;
+}
+
+static int add_containers(struct kpod *p, struct json_object *specs, struct json_object *statuses,
+			  bool init)
+{
+	size_t n = specs ? json_object_array_length(specs) : 0;
+
+	for (size_t i = 0; i < n && p->nctrs < KP_MAX_CONTAINERS; i++) {
+		struct json_object *c = json_object_array_get_idx(specs, i);
+		const char *name = jstr(c, "name"), *id, *rp;
+		struct kcontainer *k;
+
+		if (!name || strlen(name) >= TL_NAME_MAX)
+			continue;
+		k = &p->ctrs[p->nctrs];
+		memset(k, 0, sizeof(*k));
+		rp = jstr(c, "restartPolicy");
+		if (init)
+			k->role = rp && strcmp(rp, "Always") == 0 ? "sidecar" : "init";
+		else
+			k->role = strcmp(name, "istio-proxy") == 0 ? "sidecar" : "main";
+		k->prestop = prestop_kind(c);
+		k->name = strdup(name);
+		if (!k->name)
+			return -ENOMEM;
+		id = find_status_id(statuses, name);
+		if (id && *id && strlen(id) < TL_CONTAINER_ID_MAX) {
+			k->full_id = strdup(id);
+			if (!k->full_id) {
+				free(k->name);
+				return -ENOMEM;
+			}
+			k->bare_id = (char *)tl_kpods_bare_id(k->full_id);
+		}
+		p->nctrs++;
+	}
+	return 0;
+}
+
+static struct json_object *build_meta(const struct kpod *p, struct json_object *obj,
+				      const char *node)
+{
+	struct json_object *md = jget(obj, "metadata"), *spec = jget(obj, "spec");
+	struct json_object *doc = json_object_new_object(), *pod = json_object_new_object();
+	struct json_object *ctrs = json_object_new_array(), *owners = jarr(md, "ownerReferences");
+	struct json_object *owner = NULL;
+	int64_t grace = 30;
+	const char *nn = jstr(spec, "nodeName");
+
+	if (!doc || !pod || !ctrs) {
+		json_object_put(doc);
+		json_object_put(pod);
+		json_object_put(ctrs);
+		return NULL;
+	}
+	json_object_object_add(doc, "pod", pod);
+	json_object_object_add(doc, "containers", ctrs);
+	json_object_object_add(pod, "namespace", json_object_new_string(p->ns));
+	json_object_object_add(pod, "name", json_object_new_string(p->name));
+	json_object_object_add(pod, "uid", json_object_new_string(p->uid));
+	json_object_object_add(pod, "node", json_object_new_string(nn ? nn : node));
+	json_object_object_add(pod, "ip", json_object_new_string(p->nips ? p->ips[0] : ""));
+	for (size_t i = 0; owners && i < json_object_array_length(owners); i++) {
+		struct json_object *o = json_object_array_get_idx(owners, i);
+
+		if (!owner || jbool(o, "controller", false))
+			owner = o;
+	}
+	if (owner && jstr(owner, "kind") && jstr(owner, "name")) {
+		struct json_object *oj = json_object_new_object();
+
+		if (oj) {
+			json_object_object_add(oj, "kind", json_object_new_string(jstr(owner, "kind")));
+			json_object_object_add(oj, "name", json_object_new_string(jstr(owner, "name")));
+		}
+		json_object_object_add(pod, "owner", oj);
+	} else
+		json_object_object_add(pod, "owner", NULL);
+	/* the API server defaults it to 30 when the manifest leaves it out */
+	jint(spec, "terminationGracePeriodSeconds", &grace);
+	json_object_object_add(pod, "terminationGracePeriodSeconds", json_object_new_int64(grace));
+	for (size_t i = 0; i < p->nctrs; i++) {
+		const struct kcontainer *k = &p->ctrs[i];
+		struct json_object *c = json_object_new_object();
+
+		if (!c)
+			continue;
+		json_object_object_add(c, "name", json_object_new_string(k->name));
+		json_object_object_add(c, "containerID", json_object_new_string(k->full_id ? k->full_id : ""));
+		json_object_object_add(c, "role", json_object_new_string(k->role));
+		json_object_object_add(c, "cgroupId", json_object_new_int64(0));
+		json_object_object_add(c, "preStop", k->prestop ? json_object_new_string(k->prestop) : NULL);
+		json_object_array_add(ctrs, c);
+	}
+	return doc;
+}
+
+/* Parses the parts of a Pod we track into a fresh kpod (no uid/terminated). */
+static int parse_pod(struct tl_kpods *m, struct json_object *obj, struct kpod *p)
+{
+	struct json_object *md = jget(obj, "metadata"), *spec = jget(obj, "spec");
+	struct json_object *st = jget(obj, "status"), *conds, *ips;
+	size_t n;
+	int r;
+
+	p->deleting = jstr(md, "deletionTimestamp") != NULL;
+	p->conds = json_object_new_object();
+	p->ctrs = calloc(KP_MAX_CONTAINERS, sizeof(*p->ctrs));
+	if (!p->conds || !p->ctrs)
+		return -ENOMEM;
+	conds = jarr(st, "conditions");
+	n = conds ? json_object_array_length(conds) : 0;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *c = json_object_array_get_idx(conds, i);
+		const char *t = jstr(c, "type"), *s = jstr(c, "status");
+
+		if (t && s && strlen(t) < 128 && strlen(s) < 16)
+			json_object_object_add(p->conds, t, json_object_new_string(s));
+	}
+	ips = jarr(st, "podIPs");
+	n = ips ? json_object_array_length(ips) : 0;
+	for (size_t i = 0; i < n && p->nips < KP_MAX_IPS; i++) {
+		const char *ip = jstr(json_object_array_get_idx(ips, i), "ip");
+
+		if (ip && *ip && strlen(ip) < 64 && !(p->ips[p->nips] = strdup(ip)))
+			return -ENOMEM;
+		if (ip && *ip && strlen(ip) < 64)
+			p->nips++;
+	}
+	if (p->nips == 0 && jstr(st, "podIP") && *jstr(st, "podIP") && strlen(jstr(st, "podIP")) < 64) {
+		p->ips[0] = strdup(jstr(st, "podIP"));
+		if (!p->ips[0])
+			return -ENOMEM;
+		p->nips = 1;
+	}
+	r = add_containers(p, jarr(spec, "initContainers"), jarr(st, "initContainerStatuses"), true);
+	if (r == 0)
+		r = add_containers(p, jarr(spec, "containers"), jarr(st, "containerStatuses"), false);
+	if (r < 0)
+		return r;
+	p->meta = build_meta(p, obj, m->node);
+	return p->meta ? 0 : -ENOMEM;
+}
+
+static void emit_terminated(struct tl_kpods *m, struct kpod *p, struct json_object *status,
+			    struct json_object *term, bool report)
+{
+	const char *name = jstr(status, "name"), *cid = jstr(term, "containerID");
+	const char *sid = jstr(status, "containerID");
+	char key[TL_CONTAINER_ID_MAX + TL_NAME_MAX + 64];
+	struct tl_event ev;
+	int64_t v;
+
+	if (!name || !term)
+		return;
+	/* one container run terminates once: its id is the key (a run that
+	 * never started has none: name + finish time then) */
+	if (cid && *cid)
+		snprintf(key, sizeof(key), "%s", cid);
+	else
+		snprintf(key, sizeof(key), "%s#%s", name, jstr(term, "finishedAt") ? jstr(term, "finishedAt") : "");
+	if (jget(p->terminated, key))
+		return;
+	json_object_object_add(p->terminated, key, json_object_new_boolean(1));
+	if (!report || !emit_new(&ev, "container.terminated", p->uid))
+		return;
+	snprintf(ev.container, sizeof(ev.container), "%s", name);
+	if (!cid || !*cid)
+		cid = sid;
+	if (tl_kpods_bare_id(cid) && strlen(tl_kpods_bare_id(cid)) < sizeof(ev.container_id))
+		snprintf(ev.container_id, sizeof(ev.container_id), "%s", tl_kpods_bare_id(cid));
+	tl_event_set_int(&ev, "exitCode", jint(term, "exitCode", &v) ? v : -1);
+	tl_event_set_str(&ev, "reason", jstr(term, "reason") ? jstr(term, "reason") : "");
+	if (jint(term, "signal", &v))
+		tl_event_set_int(&ev, "signal", v);
+	set_str_if(&ev, "startedAt", jstr(term, "startedAt"));
+	set_str_if(&ev, "finishedAt", jstr(term, "finishedAt"));
+	tl_emit(&m->emit, &ev);
+}
+
+static void diff_terminated(struct tl_kpods *m, struct kpod *p, struct json_object *obj, bool report)
+{
+	static const char *const lists[] = { "initContainerStatuses", "containerStatuses" };
+	struct json_object *st = jget(obj, "status");
+
+	for (size_t l = 0; l < 2; l++) {
+		struct json_object *a = jarr(st, lists[l]);
+		size_t n = a ? json_object_array_length(a) : 0;
+
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *s = json_object_array_get_idx(a, i);
+
+			/* a restart we did not see in between leaves the
+			 * previous run only in lastState */
+			emit_terminated(m, p, s, jget(jget(s, "lastState"), "terminated"), report);
+			emit_terminated(m, p, s, jget(jget(s, "state"), "terminated"), report);
+		}
+	}
+}
+
+static void pod_diff(struct tl_kpods *m, struct kpod *p, const struct kpod *np,
+		     struct json_object *obj, bool had_state, bool baseline)
+{
+	struct json_object *md = jget(obj, "metadata");
+	struct json_object *conds = jarr(jget(obj, "status"), "conditions");
+	bool report = !baseline || np->deleting;
+	struct tl_event ev;
+	size_t n;
+
+	if (np->deleting && !(had_state && p->deleting) && report &&
+	    emit_new(&ev, "pod.deletion_requested", p->uid)) {
+		int64_t g;
+
+		if (jint(md, "deletionGracePeriodSeconds", &g) ||
+		    jint(jget(obj, "spec"), "terminationGracePeriodSeconds", &g))
+			tl_event_set_int(&ev, "gracePeriodSeconds", g);
+		else
+			tl_event_set_int(&ev, "gracePeriodSeconds", 30);
+		set_str_if(&ev, "deletionTimestamp", jstr(md, "deletionTimestamp"));
+		tl_emit(&m->emit, &ev);
+	}
+	n = conds ? json_object_array_length(conds) : 0;
+	for (size_t i = 0; i < n && !baseline; i++) {
+		struct json_object *c = json_object_array_get_idx(conds, i);
+		const char *t = jstr(c, "type"), *s = jstr(c, "status");
+		const char *old = had_state ? jstr(p->conds, t ? t : "") : NULL;
+
+		if (!t || !s || !jget(np->conds, t) || (old && strcmp(old, s) == 0))
+			continue;
+		if (!emit_new(&ev, "pod.condition", p->uid))
+			continue;
+		tl_event_set_str(&ev, "condition", t);
+		tl_event_set_str(&ev, "status", s);
+		set_str_if(&ev, "reason", jstr(c, "reason"));
+		set_str_if(&ev, "lastTransitionTime", jstr(c, "lastTransitionTime"));
+		tl_emit(&m->emit, &ev);
+	}
+	diff_terminated(m, p, obj, report);
+}
+
+static void evict_retained(struct tl_kpods *m)
+{
+	struct lh_entry *e;
+	struct kpod *oldest = NULL;
+
+	if (m->retained <= KP_MAX_RETAINED)
+		return;
+	lh_foreach(m->pods, e) {
+		struct kpod *p = (struct kpod *)lh_entry_v(e);
+
+		if (p->deleted && (!oldest || p->deleted_seq < oldest->deleted_seq))
+			oldest = p;
+	}
+	if (oldest)
+		tl_kpods_forget(m, oldest->uid);
+}
+
+static void pod_mark_deleted(struct tl_kpods *m, struct kpod *p, const char *how)
+{
+	struct tl_event ev;
+
+	if (p->deleted)
+		return;
+	if (emit_new(&ev, "pod.deleted", p->uid)) {
+		if (how)
+			tl_event_set_str(&ev, "observedBy", how);
+		tl_emit(&m->emit, &ev);
+	}
+	p->deleted = true;
+	p->deleted_seq = ++m->deleted_seq;
+	m->retained++;
+	if (m->cb.pod_changed)
+		m->cb.pod_changed(m->cb.userdata, p->uid);
+}
+
+static struct kpod *pod_apply(struct tl_kpods *m, struct json_object *obj, bool baseline)
+{
+	struct json_object *md = jget(obj, "metadata");
+	const char *uid = jstr(md, "uid"), *ns = jstr(md, "namespace"), *name = jstr(md, "name");
+	struct kpod *p = NULL, np = { 0 };
+	bool had_state, changed;
+	void *v;
+
+	if (!uid || !*uid || strlen(uid) >= TL_UID_MAX || !ns || !name)
+		return NULL;
+	if (lh_table_lookup_ex(m->pods, uid, &v))
+		p = v;
+	had_state = p != NULL;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return NULL;
+		p->uid = strdup(uid);
+		p->terminated = json_object_new_object();
+		if (!p->uid || !p->terminated || lh_table_insert(m->pods, p->uid, p) < 0) {
+			kpod_free(p);
+			return NULL;
+		}
+	}
+	if (p->deleted) { /* the same uid again: not expected, but keep going */
+		p->deleted = false;
+		m->retained--;
+	}
+	if (!p->ns || strcmp(p->ns, ns) != 0 || strcmp(p->name, name) != 0) {
+		char *a = strdup(ns), *b = strdup(name);
+
+		if (!a || !b) {
+			free(a);
+			free(b);
+			return had_state ? p : NULL;
+		}
+		free(p->ns);
+		free(p->name);
+		p->ns = a;
+		p->name = b;
+	}
+	np.uid = p->uid;
+	np.ns = p->ns;
+	np.name = p->name;
+	if (parse_pod(m, obj, &np) < 0) {
+		kpod_free_contents(&np);
+		return had_state ? p : NULL;
+	}
+	pod_diff(m, p, &np, obj, had_state && p->conds, baseline);
+	changed = !p->meta || strcmp(json_object_to_json_string(p->meta),
+				     json_object_to_json_string(np.meta)) != 0;
+	unindex_pod(m, p);
+	kpod_free_contents(p);
+	p->deleting = np.deleting;
+	p->conds = np.conds;
+	p->meta = np.meta;
+	p->ctrs = np.ctrs;
+	p->nctrs = np.nctrs;
+	memcpy(p->ips, np.ips, sizeof(p->ips));
+	p->nips = np.nips;
+	index_pod(m, p);
+	if (changed && m->cb.pod_changed)
+		m->cb.pod_changed(m->cb.userdata, p->uid);
+	return p;
+}
+
+static void pods_list_begin(void *userdata, bool initial)
+{
+	struct tl_kpods *m = userdata;
+
+	m->pod_gen++;
+}
+
+static void pods_list_item(void *userdata, struct json_object *obj, bool initial)
+{
+	struct tl_kpods *m = userdata;
+	struct kpod *p = pod_apply(m, obj, initial);
+
+	if (p)
+		p->mark = m->pod_gen;
+}
+
+static void pods_list_end(void *userdata, bool initial)
+{
+	struct tl_kpods *m = userdata;
+	struct lh_entry *e, *tmp;
+
+	/* gone while we were not watching */
+	lh_foreach_safe(m->pods, e, tmp) {
+		struct kpod *p = (struct kpod *)lh_entry_v(e);
+
+		if (!p->deleted && p->mark != m->pod_gen)
+			pod_mark_deleted(m, p, "relist");
+	}
+	while (m->retained > KP_MAX_RETAINED)
+		evict_retained(m);
+}
+
+static void pods_event(void *userdata, const char *type, struct json_object *obj)
+{
+	struct tl_kpods *m = userdata;
+	struct kpod *p;
+
+	if (strcmp(type, "DELETED") == 0) {
+		const char *uid = jstr(jget(obj, "metadata"), "uid");
+		void *v;
+
+		/* a DELETED for a Pod never seen (or already gone) says nothing new */
+		if (!uid || !lh_table_lookup_ex(m->pods, uid, &v) || ((struct kpod *)v)->deleted)
+			return;
+		p = pod_apply(m, obj, false);
+		if (p)
+			pod_mark_deleted(m, p, NULL);
+		evict_retained(m);
+		return;
+	}
+	p = pod_apply(m, obj, false);
+	if (p)
+		p->mark = m->pod_gen;
+}
+
+const struct tl_reflector_ops tl_kpods_pod_ops = {
+	.list_begin = pods_list_begin,
+	.list_item = pods_list_item,
+	.list_end = pods_list_end,
+	.event = pods_event,
+};
+
+/* ---- EndpointSlices ---- */
+
+static void kslice_free(struct kslice *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->neps; i++) {
+		free(s->eps[i].key);
+		free(s->eps[i].pod_uid);
+		free(s->eps[i].address);
+	}
+	free(s->eps);
+	free(s->uid);
+	free(s->name);
+	free(s->service);
+	free(s);
+}
+
+static void emit_ep(struct tl_kpods *m, const struct kslice *s, const struct kep *e, bool removed)
+{
+	struct tl_event ev;
+
+	if (!emit_new(&ev, removed ? "endpoint.removed" : "endpoint.condition", e->pod_uid))
+		return;
+	tl_event_set_str(&ev, "service", s->service ? s->service : "");
+	tl_event_set_str(&ev, "endpointSlice", s->name);
+	if (!removed) {
+		tl_event_set_bool(&ev, "ready", e->ready);
+		tl_event_set_bool(&ev, "serving", e->serving);
+		tl_event_set_bool(&ev, "terminating", e->terminating);
+	}
+	set_str_if(&ev, "address", e->address);
+	tl_emit(&m->emit, &ev);
+}
+
+static bool pod_known_live(const struct tl_kpods *m, const char *uid)
+{
+	void *v;
+
+	return uid && lh_table_lookup_ex(m->pods, uid, &v) && !((struct kpod *)v)->deleted;
+}
+
+/* New slice state with only the endpoints of this node's Pods. */
+static struct kslice *parse_slice(struct tl_kpods *m, struct json_object *obj)
+{
+	struct json_object *md = jget(obj, "metadata"), *eps = jarr(obj, "endpoints");
+	const char *uid = jstr(md, "uid"), *name = jstr(md, "name");
+	const char *svc = jstr(jget(md, "labels"), "kubernetes.io/service-name");
+	size_t n = eps ? json_object_array_length(eps) : 0;
+	struct kslice *s;
+
+	if (!uid || !name)
+		return NULL;
+	if (n > KP_MAX_ENDPOINTS)
+		n = KP_MAX_ENDPOINTS;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->uid = strdup(uid);
+	s->name = strdup(name);
+	s->service = xstrdup(svc);
+	s->eps = calloc(n ? n : 1, sizeof(*s->eps));
+	if (!s->uid || !s->name || (svc && !s->service) || !s->eps)
+		goto fail;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(eps, i);
+		struct json_object *tr = jget(e, "targetRef"), *cond = jget(e, "conditions");
+		struct json_object *addrs = jarr(e, "addresses");
+		const char *kind = jstr(tr, "kind"), *tuid = jstr(tr, "uid");
+		const char *nn = jstr(e, "nodeName");
+		const char *addr = addrs && json_object_array_length(addrs) > 0 ?
+			json_object_get_string(json_object_array_get_idx(addrs, 0)) : NULL;
+		bool is_pod = kind && strcmp(kind, "Pod") == 0 && tuid && strlen(tuid) < TL_UID_MAX;
+		struct kep *k = &s->eps[s->neps];
+
+		if (!((nn && strcmp(nn, m->node) == 0) || (is_pod && pod_known_live(m, tuid))))
+			continue;
+		if (addr && strlen(addr) >= 64)
+			addr = NULL;
+		if (!is_pod && !addr)
+			continue; /* nothing to key it by */
+		/* Missing ready/serving mean true, missing terminating false
+		 * (discovery.k8s.io/v1 EndpointConditions). */
+		k->ready = jbool(cond, "ready", true);
+		k->serving = jbool(cond, "serving", true);
+		k->terminating = jbool(cond, "terminating", false);
+		k->key = strdup(is_pod ? tuid : addr);
+		k->pod_uid = strdup(is_pod ? tuid : "");
+		k->address = xstrdup(addr);
+		s->neps++;
+		if (!k->key || !k->pod_uid || (addr && !k->address))
+			goto fail;
+	}
+	return s;
+fail:
+	kslice_free(s);
+	return NULL;
+}
+
+static const struct kep *find_ep(const struct kslice *s, const char *key)
+{
+	for (size_t i = 0; s && i < s->neps; i++)
+		if (strcmp(s->eps[i].key, key) == 0)
+			return &s->eps[i];
+	return NULL;
+}
+
+static void slice_replace(struct tl_kpods *m, struct kslice *old, struct kslice *ns, bool baseline)
+{
+	for (size_t i = 0; ns && i < ns->neps; i++) {
+		const struct kep *o = find_ep(old, ns->eps[i].key);
+		const struct kep *e = &ns->eps[i];
+
+		if (o ? (o->ready != e->ready || o->serving != e->serving ||
+			 o->terminating != e->terminating) : !baseline)
+			emit_ep(m, ns, e, false);
+	}
+	for (size_t i = 0; old && i < old->neps; i++)
+		if (!find_ep(ns, old->eps[i].key))
+			emit_ep(m, old, &old->eps[i], true);
+	if (old) {
+		lh_table_delete(m->slices, old->uid);
+		kslice_free(old);
+	}
+	if (ns && ns->neps > 0) {
+		if (lh_table_insert(m->slices, ns->uid, ns) < 0)
+			kslice_free(ns);
+	} else
+		kslice_free(ns);
+}
+
+static struct kslice *slice_lookup(struct tl_kpods *m, const char *uid)
+{
+	void *v;
+
+	return uid && lh_table_lookup_ex(m->slices, uid, &v) ? v : NULL;
+}
+
+static void slice_apply(struct tl_kpods *m, struct json_object *obj, bool baseline)
+{
+	struct kslice *ns = parse_slice(m, obj);
+
+	if (!ns)
+		return;
+	ns->mark = m->slice_gen;
+	slice_replace(m, slice_lookup(m, ns->uid), ns, baseline);
+}
+
+static void slices_list_begin(void *userdata, bool initial)
+{
+	struct tl_kpods *m = userdata;
+
+	m->slice_gen++;
+}
+
+static void slices_list_item(void *userdata, struct json_object *obj, bool initial)
+{
+	slice_apply(userdata, obj, initial);
+}
+
+static void slices_list_end(void *userdata, bool initial)
+{
+	struct tl_kpods *m = userdata;
+	struct lh_entry *e, *tmp;
+
+	lh_foreach_safe(m->slices, e, tmp) {
+		struct kslice *s = (struct kslice *)lh_entry_v(e);
+
+		if (s->mark != m->slice_gen)
+			slice_replace(m, s, NULL, false);
+	}
+}
+
+static void slices_event(void *userdata, const char *type, struct json_object *obj)
+{
+	struct tl_kpods *m = userdata;
+
+	if (strcmp(type, "DELETED") == 0) {
+		struct kslice *s = slice_lookup(m, jstr(jget(obj, "metadata"), "uid"));
+
+		if (s)
+			slice_replace(m, s, NULL, false);
+		return;
+	}
+	slice_apply(m, obj, false);
+}
+
+const struct tl_reflector_ops tl_kpods_slice_ops = {
+	.list_begin = slices_list_begin,
+	.list_item = slices_list_item,
+	.list_end = slices_list_end,
+	.event = slices_event,
+};
+
+/* ---- lifetime and lookups ---- */
+
+int tl_kpods_new(const char *node, const struct tl_emitter *emit, struct tl_kpods **ret)
+{
+	struct tl_kpods *m;
+
+	if (!node || !*node || !emit || !emit->emit)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->node = strdup(node);
+	m->emit = *emit;
+	m->pods = lh_kchar_table_new(64, NULL);
+	m->by_id = lh_kchar_table_new(64, NULL);
+	m->by_ip = lh_kchar_table_new(64, NULL);
+	m->slices = lh_kchar_table_new(64, NULL);
+	if (!m->node || !m->pods || !m->by_id || !m->by_ip || !m->slices) {
+		tl_kpods_free(m);
+		return -ENOMEM;
+	}
+	*ret = m;
+	return 0;
+}
+
+void tl_kpods_free(struct tl_kpods *m)
+{
+	struct lh_entry *e;
+
+	if (!m)
+		return;
+	if (m->pods)
+		lh_foreach(m->pods, e)
+			kpod_free((struct kpod *)lh_entry_v(e));
+	if (m->slices)
+		lh_foreach(m->slices, e)
+			kslice_free((struct kslice *)lh_entry_v(e));
+	if (m->pods)
+		lh_table_free(m->pods);
+	if (m->by_id)
+		lh_table_free(m->by_id);
+	if (m->by_ip)
+		lh_table_free(m->by_ip);
+	if (m->slices)
+		lh_table_free(m->slices);
+	free(m->node);
+	free(m);
+}
+
+void tl_kpods_set_callbacks(struct tl_kpods *m, const struct tl_kpods_callbacks *cb)
+{
+	if (cb)
+		m->cb = *cb;
+	else
+		memset(&m->cb, 0, sizeof(m->cb));
+}
+
+int tl_kpods_lookup_container(const struct tl_kpods *m, const char *bare_id,
+			      const char **ret_pod_uid, const char **ret_container_name)
+{
+	struct kpod *p;
+	void *v;
+
+	if (!bare_id || !lh_table_lookup_ex(m->by_id, bare_id, &v))
+		return -ENOENT;
+	p = v;
+	for (size_t i = 0; i < p->nctrs; i++) {
+		if (p->ctrs[i].bare_id && strcmp(p->ctrs[i].bare_id, bare_id) == 0) {
+			if (ret_pod_uid)
+				*ret_pod_uid = p->uid;
+			if (ret_container_name)
+				*ret_container_name = p->ctrs[i].name;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+const char *tl_kpods_pod_by_ip(const struct tl_kpods *m, const char *ip)
+{
+	void *v;
+
+	if (!ip || !lh_table_lookup_ex(m->by_ip, ip, &v))
+		return NULL;
+	return ((struct kpod *)v)->uid;
+}
+
+struct json_object *tl_kpods_pod_meta(const struct tl_kpods *m, const char *uid)
+{
+	struct json_object *copy = NULL;
+	void *v;
+
+	if (!uid || !lh_table_lookup_ex(m->pods, uid, &v) || !((struct kpod *)v)->meta)
+		return NULL;
+	if (json_object_deep_copy(((struct kpod *)v)->meta, &copy, NULL) < 0)
+		return NULL;
+	return copy;
+}
+
+void tl_kpods_forget(struct tl_kpods *m, const char *uid)
+{
+	struct kpod *p;
+	void *v;
+
+	if (!uid || !lh_table_lookup_ex(m->pods, uid, &v))
+		return;
+	p = v;
+	if (!p->deleted)
+		return; /* a live Pod is not forgotten */
+	unindex_pod(m, p);
+	lh_table_delete(m->pods, p->uid);
+	m->retained--;
+	kpod_free(p);
+}

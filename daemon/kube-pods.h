@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+#include <stdbool.h>
+#include <json-c/json.h>
+
+#include "event.h"
+#include "kube-watch.h"
+
+/* The node's Pods and the EndpointSlice endpoints that point at them, kept
+ * as the last state seen. Every change between two states becomes timeline
+ * events (pod.deletion_requested, pod.condition, container.terminated,
+ * pod.deleted, endpoint.condition, endpoint.removed); since events come
+ * from state differences, seeing a state twice (a relist, a repeated watch
+ * event) emits nothing twice, and a relist after a gap emits what changed
+ * in the gap. The first LIST only sets the baseline (no condition noise at
+ * start), except for Pods already terminating. */
+struct tl_kpods;
+
+struct tl_kpods_callbacks {
+	void (*pod_changed)(void *userdata, const char *uid); /* metadata changed */
+	void *userdata;
+};
+
+int tl_kpods_new(const char *node, const struct tl_emitter *emit, struct tl_kpods **ret);
+void tl_kpods_free(struct tl_kpods *m);
+void tl_kpods_set_callbacks(struct tl_kpods *m, const struct tl_kpods_callbacks *cb);
+
+/* Reflector consumers; userdata is the tl_kpods. */
+extern const struct tl_reflector_ops tl_kpods_pod_ops;
+extern const struct tl_reflector_ops tl_kpods_slice_ops;
+
+/* bare_id: the runtime's id without "containerd://". Strings stay valid
+ * until the model next changes. 0 or -ENOENT. */
+int tl_kpods_lookup_container(const struct tl_kpods *m, const char *bare_id,
+			      const char **ret_pod_uid, const char **ret_container_name);
+const char *tl_kpods_pod_by_ip(const struct tl_kpods *m, const char *ip);
+/* New reference (a copy) or NULL when unknown. */
+struct json_object *tl_kpods_pod_meta(const struct tl_kpods *m, const char *uid);
+/* Drops a deleted Pod's retained metadata. */
+void tl_kpods_forget(struct tl_kpods *m, const char *uid);
+
+/* "containerd://abc" -> "abc"; NULL when there is no "://". */
+const char *tl_kpods_bare_id(const char *full);

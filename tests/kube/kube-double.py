@@ -1,0 +1,383 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""A Kubernetes API server double for tests: HTTPS, bearer tokens, LIST with
+limit/continue, chunked WATCH from a resourceVersion with bookmarks, field and
+label selectors, driven by a scenario file of timed steps with fault
+injection. Only the Python standard library.
+
+Scenario (JSON):
+  {"node": "n1", "token": "t0", "pageSize": 2,
+   "objects": [{"resource": "pods", "object": {...}}, ...],     # initial state
+   "steps": [{"at": 0.5, "op": "modify", "resource": "pods", "object": {...}},
+             {"at": 0.7, "op": "fault", "fault": "cut", "resource": "pods"}, ...],
+   "expect": {...}}                                               # for the test
+ops: add, modify (the object replaces the stored one with the same
+metadata.uid), delete (by uid), patch (uid + "merge": dict merged in),
+fault, rotate_token, end.
+faults: cut (next event on the resource's watch stops halfway and the
+connection drops), error410 (ERROR 410 on the watch, versions before now
+expire), list500 / list429 (next "count" LISTs fail; list429 carries
+"retryAfter"), list410 (next continued LIST page gets 410), garbage (bytes
+that are not JSON on the stream), drip (next "count" events sent one byte per
+chunk), eof (the watch ends cleanly).
+"""
+import argparse
+import copy
+import json
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+RESOURCES = {
+    "/api/v1/pods": ("pods", "PodList", "v1"),
+    "/apis/discovery.k8s.io/v1/endpointslices": (
+        "endpointslices", "EndpointSliceList", "discovery.k8s.io/v1"),
+}
+
+
+class State:
+    def __init__(self, scenario, token_file):
+        self.cv = threading.Condition()
+        self.rv = 100
+        self.log = []  # (rv, resource, type, object)
+        self.initial = {r[0]: {} for r in RESOURCES.values()}
+        self.objs = {r[0]: {} for r in RESOURCES.values()}
+        self.compacted = 0
+        self.token = scenario.get("token", "t0")
+        self.token_file = token_file
+        self.page_size = int(scenario.get("pageSize", 500))
+        self.faults = {r[0]: [] for r in RESOURCES.values()}
+        self.list_faults = {r[0]: [] for r in RESOURCES.values()}
+        self.generation = 0  # bumped to end open watches
+        self.requests = []
+        for o in scenario.get("objects", []):
+            obj = self._stamp(copy.deepcopy(o["object"]))
+            self.initial[o["resource"]][obj["metadata"]["uid"]] = obj
+            self.objs[o["resource"]][obj["metadata"]["uid"]] = obj
+        self.base_rv = self.rv
+        if token_file:
+            with open(token_file, "w") as f:
+                f.write(self.token + "\n")
+
+    def _stamp(self, obj):
+        self.rv += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
+        return obj
+
+    def apply(self, step):
+        op = step["op"]
+        res = step.get("resource")
+        with self.cv:
+            if op in ("add", "modify"):
+                obj = self._stamp(copy.deepcopy(step["object"]))
+                uid = obj["metadata"]["uid"]
+                typ = "MODIFIED" if uid in self.objs[res] else "ADDED"
+                self.objs[res][uid] = obj
+                self.log.append((self.rv, res, typ, copy.deepcopy(obj)))
+            elif op == "patch":
+                obj = copy.deepcopy(self.objs[res][step["uid"]])
+                merge(obj, step["merge"])
+                self._stamp(obj)
+                self.objs[res][step["uid"]] = obj
+                self.log.append((self.rv, res, "MODIFIED", copy.deepcopy(obj)))
+            elif op == "delete":
+                obj = self.objs[res].pop(step["uid"])
+                obj = self._stamp(copy.deepcopy(obj))
+                self.log.append((self.rv, res, "DELETED", obj))
+            elif op == "fault":
+                f = dict(step)
+                kind = f["fault"]
+                if kind in ("list500", "list429", "list410"):
+                    for _ in range(int(f.get("count", 1))):
+                        self.list_faults[res].append(f)
+                elif kind == "error410":
+                    self.compacted = self.rv
+                    self.faults[res].append(f)
+                else:
+                    self.faults[res].append(f)
+            elif op == "rotate_token":
+                self.token = step["token"]
+                if self.token_file:
+                    tmp = self.token_file + ".tmp"
+                    with open(tmp, "w") as f:
+                        f.write(self.token + "\n")
+                    os.rename(tmp, self.token_file)
+                # open watches end so the client must come back with the new token
+                self.generation += 1
+            self.cv.notify_all()
+
+    def state_at(self, res, rv):
+        """Objects of res as they were at resourceVersion rv."""
+        objs = {u: o for u, o in self.initial[res].items()}
+        for erv, eres, typ, obj in self.log:
+            if erv > rv:
+                break
+            if eres != res:
+                continue
+            if typ == "DELETED":
+                objs.pop(obj["metadata"]["uid"], None)
+            else:
+                objs[obj["metadata"]["uid"]] = obj
+        return objs
+
+
+def merge(dst, src):
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            merge(dst[k], v)
+        elif v is None:
+            dst.pop(k, None)
+        else:
+            dst[k] = v
+
+
+def get_path(obj, dotted):
+    for part in dotted.split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def selector_match(obj, field_sel, label_sel):
+    for term in filter(None, (field_sel or "").split(",")):
+        k, _, v = term.partition("=")
+        if str(get_path(obj, k) or "") != v:
+            return False
+    labels = obj.get("metadata", {}).get("labels") or {}
+    for term in filter(None, (label_sel or "").split(",")):
+        if "=" in term:
+            k, _, v = term.partition("=")
+            if labels.get(k.rstrip("=")) != v:
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+def status(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "kube-double"
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("kube-double: " + (fmt % args) + "\n")
+
+    def send_json(self, code, obj, extra=None):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        st = self.server.state
+        url = urllib.parse.urlsplit(self.path)
+        q = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+        auth = self.headers.get("Authorization", "")
+        with st.cv:
+            st.requests.append({"path": url.path, "query": q, "auth_ok": auth == "Bearer " + st.token})
+            token = st.token
+        if auth != "Bearer " + token:
+            self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
+            return
+        if url.path not in RESOURCES:
+            self.send_json(404, status(404, "NotFound", "not found"))
+            return
+        res, kind, api = RESOURCES[url.path]
+        if q.get("watch") in ("1", "true"):
+            self.watch(res, q)
+        else:
+            self.list(res, kind, api, q)
+
+    def list(self, res, kind, api, q):
+        st = self.server.state
+        with st.cv:
+            fault = None
+            lf = st.list_faults[res]
+            if lf and not (lf[0]["fault"] == "list410" and not q.get("continue")):
+                fault = lf.pop(0)
+            if fault and fault["fault"] == "list500":
+                self.send_json(500, status(500, "InternalError", "injected"))
+                return
+            if fault and fault["fault"] == "list429":
+                self.send_json(429, status(429, "TooManyRequests", "injected"),
+                               {"Retry-After": str(fault.get("retryAfter", 1))})
+                return
+            if fault and fault["fault"] == "list410":
+                self.send_json(410, status(410, "Expired", "continue token expired"))
+                return
+            if q.get("continue"):
+                snap_rv, _, off = q["continue"].partition(":")
+                snap_rv, off = int(snap_rv), int(off)
+            else:
+                snap_rv, off = st.rv, 0
+            objs = [o for o in st.state_at(res, snap_rv).values()
+                    if selector_match(o, q.get("fieldSelector"), q.get("labelSelector"))]
+        objs.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        limit = min(int(q.get("limit") or 500), st.page_size)
+        page = objs[off:off + limit]
+        md = {"resourceVersion": str(snap_rv)}
+        if off + limit < len(objs):
+            md["continue"] = "%d:%d" % (snap_rv, off + limit)
+        self.send_json(200, {"kind": kind, "apiVersion": api, "metadata": md, "items": page})
+
+    def chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def watch(self, res, q):
+        st = self.server.state
+        since = int(q.get("resourceVersion") or 0)
+        timeout = float(q.get("timeoutSeconds") or 300)
+        bookmarks = q.get("allowWatchBookmarks") == "true"
+        deadline = time.monotonic() + min(timeout, self.server.max_watch)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        drip = 0
+        with st.cv:
+            gen = st.generation
+            if since < st.compacted:
+                ev = {"type": "ERROR", "object": status(410, "Expired", "too old resource version")}
+                self.chunk(json.dumps(ev).encode() + b"\n")
+                self.chunk(b"")
+                return
+        last_bookmark = time.monotonic()
+        try:
+            while True:
+                with st.cv:
+                    pending = [e for e in st.log if e[0] > since and e[1] == res]
+                    fault = st.faults[res].pop(0) if st.faults[res] else None
+                    if not pending and not fault and gen == st.generation:
+                        st.cv.wait(0.2)
+                        continue
+                    cur_gen = st.generation
+                    cur_rv = st.rv
+                if fault:
+                    kind = fault["fault"]
+                    if kind == "error410":
+                        ev = {"type": "ERROR", "object": status(410, "Expired", "too old resource version")}
+                        self.chunk(json.dumps(ev).encode() + b"\n")
+                        self.chunk(b"")
+                        return
+                    if kind == "eof":
+                        self.chunk(b"")
+                        return
+                    if kind == "garbage":
+                        self.chunk(b'garbage \x00\xff{"type":\n')
+                        self.chunk(b'{"type":"MODIFIED","object":[1,2]}\n{not json at all}\n')
+                        continue
+                    if kind == "drip":
+                        drip += int(fault.get("count", 1))
+                        continue
+                    if kind == "cut":
+                        # wait for the next event and send only half of it
+                        with st.cv:
+                            while not [e for e in st.log if e[0] > since and e[1] == res]:
+                                st.cv.wait(0.2)
+                            e = [e for e in st.log if e[0] > since and e[1] == res][0]
+                        data = json.dumps({"type": e[2], "object": e[3]}).encode() + b"\n"
+                        self.chunk(data[:len(data) // 2])
+                        # drop the connection without the last chunk
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        self.close_connection = True
+                        return
+                for erv, _, typ, obj in pending:
+                    data = json.dumps({"type": typ, "object": obj}).encode() + b"\n"
+                    if drip > 0:
+                        drip -= 1
+                        for i in range(len(data)):
+                            self.chunk(data[i:i + 1])
+                    else:
+                        self.chunk(data)
+                    since = erv
+                if cur_gen != gen or time.monotonic() > deadline:
+                    self.chunk(b"")
+                    return
+                if bookmarks and time.monotonic() - last_bookmark > 1.0:
+                    bm = {"type": "BOOKMARK", "object": {"kind": "Pod" if res == "pods" else "EndpointSlice",
+                          "metadata": {"resourceVersion": str(cur_rv)}}}
+                    self.chunk(json.dumps(bm).encode() + b"\n")
+                    since = max(since, cur_rv)
+                    last_bookmark = time.monotonic()
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+            self.close_connection = True
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scenario", required=True)
+    ap.add_argument("--cert", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--token-file", help="written with the current token (rotated in place)")
+    ap.add_argument("--port-file", help="the chosen port is written here")
+    ap.add_argument("--max-watch", type=float, default=300.0)
+    ap.add_argument("--time-scale", type=float, default=1.0)
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args()
+    with open(a.scenario) as f:
+        scenario = json.load(f)
+    state = State(scenario, a.token_file)
+    srv = Server(("127.0.0.1", 0), Handler)
+    srv.state = state
+    srv.verbose = a.verbose
+    srv.max_watch = a.max_watch
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(a.cert, a.key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    port = srv.server_address[1]
+    if a.port_file:
+        with open(a.port_file + ".tmp", "w") as f:
+            f.write("%d\n" % port)
+        os.rename(a.port_file + ".tmp", a.port_file)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    # Steps are timed from the first moment both initial LISTs are served.
+    while True:
+        with state.cv:
+            listed = {r["path"] for r in state.requests
+                      if r["auth_ok"] and "watch" not in r["query"]}
+        if len(listed) >= len(RESOURCES):
+            break
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    for step in scenario.get("steps", []):
+        delay = t0 + step["at"] * a.time_scale - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        if step["op"] == "end":
+            break
+        state.apply(step)
+        sys.stderr.write("kube-double: step %.2f %s %s\n" % (step["at"], step["op"],
+                         step.get("fault", step.get("uid", ""))))
+        sys.stderr.flush()
+    print("done", flush=True)
+    # stay up so the client's watches keep running
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

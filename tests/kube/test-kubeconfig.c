@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "kubeconfig.h"
+
+static char dir[256];
+
+static void write_file(const char *name, const char *content, int mode)
+{
+	char p[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	f = fopen(p, "w");
+	ck_assert_msg(f, "cannot write %s", p);
+	fputs(content, f);
+	fclose(f);
+	chmod(p, (mode_t)mode);
+}
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/tl-kubeconfig-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	write_file("ca.crt", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", 0644);
+	write_file("token", "file-token-1\n", 0600);
+	write_file("client.crt", "CERT\n", 0644);
+	write_file("client.key", "KEY\n", 0600);
+	write_file("empty-token", "\n", 0600);
+}
+
+static void teardown(void)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+#define HEAD                                                      \
+	"apiVersion: v1\nkind: Config\ncurrent-context: c1\n"     \
+	"contexts:\n- name: c1\n  context: {cluster: k1, user: u1}\n"
+#define CLUSTER(extra)                                                     \
+	"clusters:\n- name: k1\n  cluster:\n    server: https://10.0.0.1:6443\n" extra
+#define USER(body) "users:\n- name: u1\n  user:\n" body
+
+/* "Q0EK" is base64 of "CA\n"; "Q0VSVA==" of "CERT"; "S0VZ" of "KEY" */
+struct good_case {
+	const char *name;
+	const char *yaml;
+	const char *want_token;    /* creds after the first fetch */
+	const char *want_cert_pem; /* creds or data */
+	bool want_insecure;
+	const char *want_tls_name;
+	const char *want_ca_pem;
+	bool want_ca_file;
+};
+
+static const struct good_case good[] = {
+	{ "inline token", HEAD CLUSTER("    certificate-authority: ca.crt\n") USER("    token: abc\n"),
+	  "abc", NULL, false, NULL, NULL, true },
+	{ "token file (relative)", HEAD CLUSTER("") USER("    tokenFile: token\n"),
+	  "file-token-1", NULL, false, NULL, NULL, false },
+	{ "token wins over tokenFile", HEAD CLUSTER("") USER("    token: t\n    tokenFile: token\n"),
+	  "t", NULL, false, NULL, NULL, false },
+	{ "CA data", HEAD CLUSTER("    certificate-authority-data: Q0EK\n") USER("    token: a\n"),
+	  "a", NULL, false, NULL, "CA\n", false },
+	{ "insecure + tls-server-name",
+	  HEAD CLUSTER("    insecure-skip-tls-verify: true\n    tls-server-name: api.internal\n")
+		  USER("    token: a\n"),
+	  "a", NULL, true, "api.internal", NULL, false },
+	{ "client cert files", HEAD CLUSTER("") USER("    client-certificate: client.crt\n"
+						    "    client-key: client.key\n"),
+	  NULL, NULL, false, NULL, NULL, false },
+	{ "client cert data", HEAD CLUSTER("") USER("    client-certificate-data: Q0VSVA==\n"
+						   "    client-key-data: S0VZ\n"),
+	  NULL, "CERT", false, NULL, NULL, false },
+	{ "exec token", HEAD CLUSTER("") USER("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+					      "      command: ./plugin.sh\n      args: [far]\n"
+					      "      env: [{name: PLUGIN_TOKEN, value: exec-tok}]\n"),
+	  "exec-tok", NULL, false, NULL, NULL, false },
+	{ "exec client cert", HEAD CLUSTER("") USER("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+						    "      command: ./plugin.sh\n      args: [cert]\n"),
+	  NULL, "PEMCERT", false, NULL, NULL, false },
+};
+
+/* prints an ExecCredential; counts its runs in DIR/runs */
+static const char plugin[] =
+	"#!/bin/sh\n"
+	"d=$(dirname \"$0\")\n"
+	"echo x >> \"$d/runs\"\n"
+	"case \"$KUBERNETES_EXEC_INFO\" in *ExecCredential*) ;; *) exit 3;; esac\n"
+	"case \"$1\" in\n"
+	"far) echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+	"\"status\":{\"token\":\"'$PLUGIN_TOKEN'\",\"expirationTimestamp\":\"2200-01-01T00:00:00Z\"}}';;\n"
+	"past) echo '{\"kind\":\"ExecCredential\",\"status\":{\"token\":\"old\","
+	"\"expirationTimestamp\":\"2001-01-01T00:00:00Z\"}}';;\n"
+	"cert) echo '{\"kind\":\"ExecCredential\",\"status\":{\"clientCertificateData\":\"PEMCERT\","
+	"\"clientKeyData\":\"PEMKEY\"}}';;\n"
+	"bad) echo 'not json';;\n"
+	"fail) exit 1;;\n"
+	"esac\n";
+
+static int count_runs(void)
+{
+	char p[512], line[16];
+	FILE *f;
+	int n = 0;
+
+	snprintf(p, sizeof(p), "%s/runs", dir);
+	f = fopen(p, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n++;
+	fclose(f);
+	return n;
+}
+
+static struct tl_kubeconfig *load_yaml(const char *yaml, char *err, size_t errlen, int *ret)
+{
+	struct tl_kubeconfig *kc = (struct tl_kubeconfig *)0x1;
+	char p[512];
+
+	write_file("config", yaml, 0600);
+	snprintf(p, sizeof(p), "%s/config", dir);
+	*ret = tl_kubeconfig_load(p, &kc, err, errlen);
+	if (*ret < 0) {
+		ck_assert_ptr_eq(kc, (struct tl_kubeconfig *)0x1); /* untouched on failure */
+		return NULL;
+	}
+	return kc;
+}
+
+START_TEST(test_good)
+{
+	const struct good_case *c = &good[_i];
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc;
+	char err[512];
+	int r;
+
+	write_file("plugin.sh", plugin, 0755);
+	kc = load_yaml(c->yaml, err, sizeof(err), &r);
+	ck_assert_msg(kc, "%s: %s", c->name, err);
+	ck_assert_str_eq(kc->server, "https://10.0.0.1:6443");
+	ck_assert_int_eq(kc->insecure, c->want_insecure);
+	if (c->want_tls_name)
+		ck_assert_str_eq(kc->tls_server_name, c->want_tls_name);
+	else
+		ck_assert_ptr_null(kc->tls_server_name);
+	if (c->want_ca_pem)
+		ck_assert_str_eq(kc->ca_pem, c->want_ca_pem);
+	ck_assert_int_eq(kc->ca_file != NULL, c->want_ca_file);
+	if (c->want_ca_file)
+		ck_assert_ptr_nonnull(strstr(kc->ca_file, dir));
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1000, &cr, err, sizeof(err)), 0);
+	if (c->want_token)
+		ck_assert_str_eq(cr->token, c->want_token);
+	else
+		ck_assert_ptr_null(cr->token);
+	if (c->want_cert_pem)
+		ck_assert_str_eq(cr->cert_pem ? cr->cert_pem : kc->cert_pem, c->want_cert_pem);
+	if (strstr(c->name, "cert files")) {
+		ck_assert_ptr_nonnull(strstr(kc->cert_file, "/client.crt"));
+		ck_assert_ptr_nonnull(strstr(kc->key_file, "/client.key"));
+	}
+	tl_kubeconfig_free(kc);
+}
+END_TEST
+
+struct bad_case {
+	const char *name;
+	const char *yaml;
+	const char *want_key; /* must appear in the message */
+};
+
+static const struct bad_case bad[] = {
+	{ "no current-context", "apiVersion: v1\nclusters: []\n", "key current-context" },
+	{ "context not found", "current-context: nope\ncontexts:\n- name: c1\n  context: {cluster: k1}\n",
+	  "key contexts" },
+	{ "cluster not found", HEAD "clusters:\n- name: other\n  cluster: {server: https://x}\n",
+	  "key clusters" },
+	{ "no server", HEAD "clusters:\n- name: k1\n  cluster: {insecure-skip-tls-verify: true}\n",
+	  "key clusters[0].cluster.server" },
+	{ "server not a URL", HEAD "clusters:\n- name: k1\n  cluster: {server: 'ftp://x'}\n",
+	  "key clusters[0].cluster.server" },
+	{ "CA file missing", HEAD CLUSTER("    certificate-authority: nope.crt\n"),
+	  "key clusters[0].cluster.certificate-authority" },
+	{ "CA data not base64", HEAD CLUSTER("    certificate-authority-data: '%%%'\n"),
+	  "key clusters[0].cluster.certificate-authority-data" },
+	{ "insecure not a bool", HEAD CLUSTER("    insecure-skip-tls-verify: maybe\n"),
+	  "key clusters[0].cluster.insecure-skip-tls-verify" },
+	{ "server is a map", HEAD "clusters:\n- name: k1\n  cluster: {server: {a: b}}\n",
+	  "key clusters[0].cluster.server" },
+	{ "user not found", HEAD CLUSTER("") "users:\n- name: zz\n  user: {token: a}\n", "key users" },
+	{ "tokenFile missing", HEAD CLUSTER("") USER("    tokenFile: /nonexistent/token\n"),
+	  "key users[0].user.tokenFile" },
+	{ "cert without key", HEAD CLUSTER("") USER("    client-certificate: client.crt\n"),
+	  "key users[0].user.client-key" },
+	{ "key without cert", HEAD CLUSTER("") USER("    client-key-data: S0VZ\n"),
+	  "key users[0].user.client-certificate" },
+	{ "key data not base64", HEAD CLUSTER("") USER("    client-certificate-data: Q0VSVA==\n"
+						       "    client-key-data: '!!'\n"),
+	  "key users[0].user.client-key-data" },
+	{ "exec without command", HEAD CLUSTER("") USER("    exec: {apiVersion: client.authentication.k8s.io/v1}\n"),
+	  "key users[0].user.exec.command" },
+	{ "exec without apiVersion", HEAD CLUSTER("") USER("    exec: {command: /bin/true}\n"),
+	  "key users[0].user.exec.apiVersion" },
+	{ "exec args not a list", HEAD CLUSTER("") USER("    exec: {command: /bin/true, apiVersion: v1, args: x}\n"),
+	  "key users[0].user.exec.args" },
+	{ "YAML syntax", "current-context: [unclosed\n", "line " },
+	{ "not a map", "- a\n- b\n", "not a YAML map" },
+};
+
+START_TEST(test_bad)
+{
+	const struct bad_case *c = &bad[_i];
+	char err[512], prefix[300];
+	int r;
+
+	ck_assert_ptr_null(load_yaml(c->yaml, err, sizeof(err), &r));
+	ck_assert_int_lt(r, 0);
+	snprintf(prefix, sizeof(prefix), "kubeconfig %s/config: ", dir);
+	ck_assert_msg(strncmp(err, prefix, strlen(prefix)) == 0, "%s: message \"%s\"", c->name, err);
+	ck_assert_msg(strstr(err, c->want_key), "%s: message \"%s\" lacks \"%s\"", c->name, err,
+		      c->want_key);
+	ck_assert_ptr_null(strchr(err, '\n'));
+}
+END_TEST
+
+START_TEST(test_missing_file)
+{
+	struct tl_kubeconfig *kc = NULL;
+	char err[512];
+
+	ck_assert_int_eq(tl_kubeconfig_load("/nonexistent/kubeconfig", &kc, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_null(kc);
+	ck_assert_str_eq(err, "kubeconfig /nonexistent/kubeconfig: cannot read: No such file or directory");
+}
+END_TEST
+
+START_TEST(test_token_file_reread)
+{
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc;
+	char err[512];
+	int r;
+
+	kc = load_yaml(HEAD CLUSTER("") USER("    tokenFile: token\n"), err, sizeof(err), &r);
+	ck_assert_ptr_nonnull(kc);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1000, &cr, err, sizeof(err)), 0);
+	ck_assert_str_eq(cr->token, "file-token-1");
+	write_file("token", "file-token-2", 0600);
+	/* younger than 60 s: the copy in memory is used */
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 59000, &cr, err, sizeof(err)), 0);
+	ck_assert_str_eq(cr->token, "file-token-1");
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 61000, &cr, err, sizeof(err)), 0);
+	ck_assert_str_eq(cr->token, "file-token-2");
+	/* after a 401 (force) it is read at once */
+	write_file("token", "file-token-3\n", 0600);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, true, 61001, &cr, err, sizeof(err)), 0);
+	ck_assert_str_eq(cr->token, "file-token-3");
+	/* a broken file keeps the previous token and says which key */
+	write_file("token", "\n", 0600);
+	ck_assert_int_lt(tl_kubeconfig_credentials(kc, true, 61002, &cr, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "key users[0].user.tokenFile"));
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 61003, &cr, err, sizeof(err)), 0);
+	ck_assert_str_eq(cr->token, "file-token-3");
+	tl_kubeconfig_free(kc);
+}
+END_TEST
+
+#define EXEC_USER(arg) \
+	USER("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n" \
+	     "      command: ./plugin.sh\n      args: [" arg "]\n" \
+	     "      env: [{name: PLUGIN_TOKEN, value: t1}]\n")
+
+START_TEST(test_exec_rerun)
+{
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc;
+	char err[512];
+	int r;
+
+	write_file("plugin.sh", plugin, 0755);
+	kc = load_yaml(HEAD CLUSTER("") EXEC_USER("far"), err, sizeof(err), &r);
+	ck_assert_ptr_nonnull(kc);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 900000, &cr, err, sizeof(err)), 0);
+	ck_assert_str_eq(cr->token, "t1");
+	ck_assert_int_eq(count_runs(), 1); /* not expired: cached */
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, true, 900001, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(count_runs(), 2); /* a 401 re-runs it */
+	tl_kubeconfig_free(kc);
+
+	kc = load_yaml(HEAD CLUSTER("") EXEC_USER("past"), err, sizeof(err), &r);
+	ck_assert_ptr_nonnull(kc);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1001, &cr, err, sizeof(err)), 0);
+	ck_assert_str_eq(cr->token, "old");
+	ck_assert_int_eq(count_runs(), 4); /* expired: every use re-runs it */
+	tl_kubeconfig_free(kc);
+}
+END_TEST
+
+START_TEST(test_exec_failures)
+{
+	static const char *const args[] = { "bad", "fail", "none" };
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc;
+	char err[512], yaml[1024];
+	int r;
+
+	write_file("plugin.sh", plugin, 0755);
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(yaml, sizeof(yaml), HEAD CLUSTER("") USER("    exec:\n      apiVersion: v1\n"
+			 "      command: ./plugin.sh\n      args: [%s]\n"), args[i]);
+		kc = load_yaml(yaml, err, sizeof(err), &r);
+		ck_assert_ptr_nonnull(kc);
+		ck_assert_int_lt(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), 0);
+		ck_assert_msg(strstr(err, "key users[0].user.exec: "), "%s", err);
+		tl_kubeconfig_free(kc);
+	}
+	kc = load_yaml(HEAD CLUSTER("") USER("    exec: {apiVersion: v1, command: no-such-plugin-xyz}\n"),
+		       err, sizeof(err), &r);
+	ck_assert_ptr_nonnull(kc);
+	ck_assert_int_lt(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "no-such-plugin-xyz"));
+	tl_kubeconfig_free(kc);
+}
+END_TEST
+
+START_TEST(test_in_cluster)
+{
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc = NULL;
+	char err[512];
+
+	unsetenv("KUBERNETES_SERVICE_HOST");
+	ck_assert_int_lt(tl_kubeconfig_in_cluster(dir, &kc, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "KUBERNETES_SERVICE_HOST"));
+	ck_assert_ptr_null(kc);
+	setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+	ck_assert_int_eq(tl_kubeconfig_in_cluster(dir, &kc, err, sizeof(err)), 0);
+	ck_assert_str_eq(kc->server, "https://[fd00::1]:443");
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 5, &cr, err, sizeof(err)), 0);
+	ck_assert_str_eq(cr->token, "file-token-1");
+	tl_kubeconfig_free(kc);
+	setenv("KUBERNETES_SERVICE_PORT", "https", 1);
+	ck_assert_int_lt(tl_kubeconfig_in_cluster(dir, &kc, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "KUBERNETES_SERVICE_PORT"));
+	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+	ck_assert_int_lt(tl_kubeconfig_in_cluster("/nonexistent", &kc, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "ca.crt"));
+}
+END_TEST
+
+START_TEST(test_base64)
+{
+	char *out;
+	size_t n;
+
+	ck_assert_int_eq(tl_base64_decode("aGVsbG8gd29ybGQ=", &out, &n), 0);
+	ck_assert_uint_eq(n, 11);
+	ck_assert_str_eq(out, "hello world");
+	free(out);
+	ck_assert_int_eq(tl_base64_decode("aGVs\nbG8=", &out, &n), 0);
+	ck_assert_str_eq(out, "hello");
+	free(out);
+	ck_assert_int_eq(tl_base64_decode("aGVsbG8=x", &out, &n), -EINVAL);
+	ck_assert_int_eq(tl_base64_decode("a", &out, &n), -EINVAL);
+	ck_assert_int_eq(tl_base64_decode("a$==", &out, &n), -EINVAL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("kubeconfig");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_good, 0, (int)(sizeof(good) / sizeof(good[0])));
+	tcase_add_loop_test(tc, test_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
+	tcase_add_test(tc, test_missing_file);
+	tcase_add_test(tc, test_token_file_reread);
+	tcase_add_test(tc, test_exec_rerun);
+	tcase_add_test(tc, test_exec_failures);
+	tcase_add_test(tc, test_in_cluster);
+	tcase_add_test(tc, test_base64);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
