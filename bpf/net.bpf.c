@@ -40,6 +40,15 @@ struct {
 	__type(value, __u64);
 } tcp_closed SEC(".maps");
 
+/* The same, all tracked cgroups together since load (entries above go away
+ * with their cgroup). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} tcp_closed_total SEC(".maps");
+
 static __always_inline __u64 sock_cgroup(const struct sock *sk, __u32 *flags)
 {
 	struct cgroup *cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
@@ -90,7 +99,11 @@ static __always_inline struct tl_ev_sock *sock_reserve(__u16 kind, __u32 flags, 
 static __always_inline void count_closed(__u64 cgid)
 {
 	__u64 one = 1, *n;
+	__u32 zero = 0;
 
+	n = bpf_map_lookup_elem(&tcp_closed_total, &zero);
+	if (n)
+		*n += 1;
 	n = bpf_map_lookup_elem(&tcp_closed, &cgid);
 	if (n) {
 		*n += 1;

@@ -96,7 +96,7 @@ int signal_generate_tp(struct trace_event_raw_signal_generate *ctx)
 		return 0;
 	e->h.pid = pid;
 	e->h.tgid = pi->tgid;
-	__builtin_memcpy(e->h.comm, ctx->comm, sizeof(e->h.comm));
+	bpf_probe_read_kernel(e->h.comm, sizeof(e->h.comm), ctx->comm);
 	signal_fill_sender(e, sig, ctx->result);
 	tl_submit(e);
 	return 0;
