@@ -62,81 +62,83 @@ enum opt_id {
 };
 
 enum opt_kind {
-	KIND_PATH,      /* char *, non-empty path */
-	KIND_NODE,      /* char *, DNS-1123 subdomain */
-	KIND_LISTEN,    /* char *, ADDR:PORT, [V6]:PORT, "" or "off" */
-	KIND_EMIT,      /* char *, "-" or a path */
-	KIND_HEADER,    /* request_id_headers[], repeatable */
+	KIND_PATH,	/* char *, non-empty path */
+	KIND_NODE,	/* char *, DNS-1123 subdomain */
+	KIND_LISTEN,	/* char *, ADDR:PORT, [V6]:PORT, "" or "off" */
+	KIND_EMIT,	/* char *, "-" or a path */
+	KIND_HEADER,	/* request_id_headers[], repeatable */
 	KIND_LOG_LEVEL, /* enum tl_log_level */
-	KIND_U32,       /* uint32_t within [min, max] */
-	KIND_BYTES,     /* uint64_t with optional binary suffix */
-	KIND_BOOL,      /* bool: a bare flag, true/false in the file */
-	KIND_SIGNALS,   /* uint64_t mask of signal numbers */
-	KIND_CONFIG,    /* --config: command line only */
-	KIND_ACTION,    /* --help, --version */
+	KIND_U32,	/* uint32_t within [min, max] */
+	KIND_BYTES,	/* uint64_t with optional binary suffix */
+	KIND_BOOL,	/* bool: a bare flag, true/false in the file */
+	KIND_SIGNALS,	/* uint64_t mask of signal numbers */
+	KIND_CONFIG,	/* --config: command line only */
+	KIND_ACTION,	/* --help, --version */
 };
 
 struct opt_def {
 	const char *name;
 	enum opt_kind kind;
-	size_t offset;      /* into struct tl_options */
-	uint64_t min, max;  /* KIND_U32, KIND_BYTES */
-	const char *unit;   /* "seconds": used in range errors */
-	const char *meta;   /* argument name in --help, NULL for none */
-	const char *def;    /* default as shown in --help */
+	size_t offset;	   /* into struct tl_options */
+	uint64_t min, max; /* KIND_U32, KIND_BYTES */
+	const char *unit;  /* "seconds": used in range errors */
+	const char *meta;  /* argument name in --help, NULL for none */
+	const char *def;   /* default as shown in --help */
 	const char *help;
 };
 
 #define OFF(field) offsetof(struct tl_options, field)
 
 static const struct opt_def opt_defs[OPT_COUNT] = {
-	[OPT_CONFIG] = { "config", KIND_CONFIG, OFF(config_path), 0, 0, NULL, "FILE", "none",
-		"YAML file whose top-level keys are any of the settings below" },
-	[OPT_KUBECONFIG] = { "kubeconfig", KIND_PATH, OFF(kubeconfig), 0, 0, NULL, "FILE",
-		"in-cluster service account", "kubeconfig used to reach the API server" },
-	[OPT_NODE] = { "node", KIND_NODE, OFF(node), 0, 0, NULL, "NAME",
-		"$NODE_NAME, else the host name", "name of the node this agent records" },
-	[OPT_STATE_DIR] = { "state-dir", KIND_PATH, OFF(state_dir), 0, 0, NULL, "DIR",
-		"/var/lib/termline", "journal and closed timelines" },
-	[OPT_LISTEN] = { "listen", KIND_LISTEN, OFF(listen), 0, 0, NULL, "ADDR:PORT",
-		"0.0.0.0:9440", "HTTP address (IPv6 as [::1]:9440; \"off\" disables)" },
-	[OPT_CGROUP_ROOT] = { "cgroup-root", KIND_PATH, OFF(cgroup_root), 0, 0, NULL, "DIR",
-		"the cgroup2 mount in /proc/self/mountinfo", "cgroup v2 hierarchy to map" },
-	[OPT_POD_LOGS_DIR] = { "pod-logs-dir", KIND_PATH, OFF(pod_logs_dir), 0, 0, NULL, "DIR",
-		"/var/log/pods", "kubelet's container log directory" },
-	[OPT_REQUEST_ID_HEADER] = { "request-id-header", KIND_HEADER, 0, 0, 0, NULL, "NAME",
-		"x-request-id", "HTTP header carrying request IDs (repeatable)" },
-	[OPT_LOG_LEVEL] = { "log-level", KIND_LOG_LEVEL, OFF(log_level), 0, 0, NULL, "LEVEL",
-		"info", "debug, info, warn or error" },
-	[OPT_LINGER] = { "linger", KIND_U32, OFF(linger_s), 0, 86400, "seconds", "SECONDS",
-		"30", "how long a timeline stays open after pod.deleted" },
-	[OPT_NO_API] = { "no-api", KIND_BOOL, OFF(no_api), 0, 0, NULL, NULL,
-		"false", "record without an API server (kernel and node only)" },
-	[OPT_EMIT_EVENTS] = { "emit-events", KIND_EMIT, OFF(emit_events), 0, 0, NULL, "FILE|-",
-		"off", "write every recorded event as a JSON line (- is stdout)" },
-	[OPT_RINGBUF_KIB] = { "ring-buffer-kib", KIND_U32, OFF(ringbuf_kib), 64, 1048576, "KiB",
-		"KIB", "4096", "kernel ring buffer size, a power of two" },
-	[OPT_SIGNALS] = { "signals", KIND_SIGNALS, OFF(signal_mask), 0, 0, NULL, "LIST",
-		"TERM,KILL,INT,QUIT,HUP,USR1,USR2", "signals recorded (names, comma-separated)" },
-	[OPT_MAX_EVENTS] = { "max-events-per-timeline", KIND_U32, OFF(max_events_per_timeline),
-		1, 10000000, "events", "N", "20000", "events kept per timeline" },
-	[OPT_RETENTION_BYTES] = { "retention-bytes", KIND_BYTES, OFF(retention_bytes),
-		1ULL << 20, 1ULL << 50, "bytes", "BYTES", "256Mi",
-		"disk budget for closed timelines (suffixes Ki Mi Gi Ti)" },
-	[OPT_RETENTION_HOURS] = { "retention-hours", KIND_U32, OFF(retention_hours), 1, 87600,
-		"hours", "HOURS", "168", "age after which closed timelines are removed" },
-	[OPT_JOURNAL_FSYNC_MS] = { "journal-fsync-ms", KIND_U32, OFF(journal_fsync_ms), 0, 60000,
-		"milliseconds", "MS", "200", "longest time journal writes stay unsynced" },
-	[OPT_VERSION] = { "version", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL,
-		"print the version and exit" },
-	[OPT_HELP] = { "help", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL, "print this help and exit" },
+    [OPT_CONFIG] = {"config", KIND_CONFIG, OFF(config_path), 0, 0, NULL, "FILE", "none",
+		    "YAML file whose top-level keys are any of the settings below"},
+    [OPT_KUBECONFIG] = {"kubeconfig", KIND_PATH, OFF(kubeconfig), 0, 0, NULL, "FILE",
+			"in-cluster service account", "kubeconfig used to reach the API server"},
+    [OPT_NODE] = {"node", KIND_NODE, OFF(node), 0, 0, NULL, "NAME",
+		  "$NODE_NAME, else the host name", "name of the node this agent records"},
+    [OPT_STATE_DIR] = {"state-dir", KIND_PATH, OFF(state_dir), 0, 0, NULL, "DIR",
+		       "/var/lib/termline", "journal and closed timelines"},
+    [OPT_LISTEN] = {"listen", KIND_LISTEN, OFF(listen), 0, 0, NULL, "ADDR:PORT", "0.0.0.0:9440",
+		    "HTTP address (IPv6 as [::1]:9440; \"off\" disables)"},
+    [OPT_CGROUP_ROOT] = {"cgroup-root", KIND_PATH, OFF(cgroup_root), 0, 0, NULL, "DIR",
+			 "the cgroup2 mount in /proc/self/mountinfo", "cgroup v2 hierarchy to map"},
+    [OPT_POD_LOGS_DIR] = {"pod-logs-dir", KIND_PATH, OFF(pod_logs_dir), 0, 0, NULL, "DIR",
+			  "/var/log/pods", "kubelet's container log directory"},
+    [OPT_REQUEST_ID_HEADER] = {"request-id-header", KIND_HEADER, 0, 0, 0, NULL, "NAME",
+			       "x-request-id", "HTTP header carrying request IDs (repeatable)"},
+    [OPT_LOG_LEVEL] = {"log-level", KIND_LOG_LEVEL, OFF(log_level), 0, 0, NULL, "LEVEL", "info",
+		       "debug, info, warn or error"},
+    [OPT_LINGER] = {"linger", KIND_U32, OFF(linger_s), 0, 86400, "seconds", "SECONDS", "30",
+		    "how long a timeline stays open after pod.deleted"},
+    [OPT_NO_API] = {"no-api", KIND_BOOL, OFF(no_api), 0, 0, NULL, NULL, "false",
+		    "record without an API server (kernel and node only)"},
+    [OPT_EMIT_EVENTS] = {"emit-events", KIND_EMIT, OFF(emit_events), 0, 0, NULL, "FILE|-", "off",
+			 "write every recorded event as a JSON line (- is stdout)"},
+    [OPT_RINGBUF_KIB] = {"ring-buffer-kib", KIND_U32, OFF(ringbuf_kib), 64, 1048576, "KiB", "KIB",
+			 "4096", "kernel ring buffer size, a power of two"},
+    [OPT_SIGNALS] = {"signals", KIND_SIGNALS, OFF(signal_mask), 0, 0, NULL, "LIST",
+		     "TERM,KILL,INT,QUIT,HUP,USR1,USR2",
+		     "signals recorded (names, comma-separated)"},
+    [OPT_MAX_EVENTS] = {"max-events-per-timeline", KIND_U32, OFF(max_events_per_timeline), 1,
+			10000000, "events", "N", "20000", "events kept per timeline"},
+    [OPT_RETENTION_BYTES] = {"retention-bytes", KIND_BYTES, OFF(retention_bytes), 1ULL << 20,
+			     1ULL << 50, "bytes", "BYTES", "256Mi",
+			     "disk budget for closed timelines (suffixes Ki Mi Gi Ti)"},
+    [OPT_RETENTION_HOURS] = {"retention-hours", KIND_U32, OFF(retention_hours), 1, 87600, "hours",
+			     "HOURS", "168", "age after which closed timelines are removed"},
+    [OPT_JOURNAL_FSYNC_MS] = {"journal-fsync-ms", KIND_U32, OFF(journal_fsync_ms), 0, 60000,
+			      "milliseconds", "MS", "200",
+			      "longest time journal writes stay unsynced"},
+    [OPT_VERSION] = {"version", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL,
+		     "print the version and exit"},
+    [OPT_HELP] = {"help", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL, "print this help and exit"},
 };
 
 static const char *const log_level_names[] = {
-	[TL_LOG_DEBUG] = "debug",
-	[TL_LOG_INFO] = "info",
-	[TL_LOG_WARN] = "warn",
-	[TL_LOG_ERROR] = "error",
+    [TL_LOG_DEBUG] = "debug",
+    [TL_LOG_INFO] = "info",
+    [TL_LOG_WARN] = "warn",
+    [TL_LOG_ERROR] = "error",
 };
 
 /* The numbers come from <signal.h> because they differ between
@@ -145,20 +147,20 @@ static const struct {
 	const char *name;
 	int signo;
 } signal_names[] = {
-	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "ILL", SIGILL },
-	{ "TRAP", SIGTRAP }, { "ABRT", SIGABRT }, { "IOT", SIGIOT }, { "BUS", SIGBUS },
-	{ "FPE", SIGFPE }, { "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV },
-	{ "USR2", SIGUSR2 }, { "PIPE", SIGPIPE }, { "ALRM", SIGALRM }, { "TERM", SIGTERM },
-	{ "CHLD", SIGCHLD }, { "CONT", SIGCONT }, { "STOP", SIGSTOP },
-	{ "TSTP", SIGTSTP }, { "TTIN", SIGTTIN }, { "TTOU", SIGTTOU }, { "URG", SIGURG },
-	{ "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ }, { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },
-	{ "WINCH", SIGWINCH }, { "IO", SIGIO }, { "POLL", SIGPOLL }, { "PWR", SIGPWR },
-	{ "SYS", SIGSYS },
+    {"HUP", SIGHUP},   {"INT", SIGINT},	      {"QUIT", SIGQUIT}, {"ILL", SIGILL},
+    {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},     {"IOT", SIGIOT},	 {"BUS", SIGBUS},
+    {"FPE", SIGFPE},   {"KILL", SIGKILL},     {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},
+    {"USR2", SIGUSR2}, {"PIPE", SIGPIPE},     {"ALRM", SIGALRM}, {"TERM", SIGTERM},
+    {"CHLD", SIGCHLD}, {"CONT", SIGCONT},     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},
+    {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU},     {"URG", SIGURG},	 {"XCPU", SIGXCPU},
+    {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH},
+    {"IO", SIGIO},     {"POLL", SIGPOLL},     {"PWR", SIGPWR},	 {"SYS", SIGSYS},
 };
 
 #define SIGBIT(s) (UINT64_C(1) << (s))
-#define DEFAULT_SIGNALS (SIGBIT(SIGTERM) | SIGBIT(SIGKILL) | SIGBIT(SIGINT) | \
-	SIGBIT(SIGQUIT) | SIGBIT(SIGHUP) | SIGBIT(SIGUSR1) | SIGBIT(SIGUSR2))
+#define DEFAULT_SIGNALS                                                                            \
+	(SIGBIT(SIGTERM) | SIGBIT(SIGKILL) | SIGBIT(SIGINT) | SIGBIT(SIGQUIT) | SIGBIT(SIGHUP) |   \
+	 SIGBIT(SIGUSR1) | SIGBIT(SIGUSR2))
 
 /* Where a value came from, for the one-line error. */
 struct origin {
@@ -166,7 +168,8 @@ struct origin {
 	unsigned long line;
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -236,11 +239,8 @@ static int parse_bytes(const char *s, uint64_t *ret)
 		const char *suffix;
 		unsigned shift;
 	} suffixes[] = {
-		{ "", 0 }, { "B", 0 },
-		{ "K", 10 }, { "Ki", 10 }, { "KiB", 10 },
-		{ "M", 20 }, { "Mi", 20 }, { "MiB", 20 },
-		{ "G", 30 }, { "Gi", 30 }, { "GiB", 30 },
-		{ "T", 40 }, { "Ti", 40 }, { "TiB", 40 },
+	    {"", 0},	 {"B", 0},  {"K", 10},	{"Ki", 10},  {"KiB", 10}, {"M", 20},  {"Mi", 20},
+	    {"MiB", 20}, {"G", 30}, {"Gi", 30}, {"GiB", 30}, {"T", 40},	  {"Ti", 40}, {"TiB", 40},
 	};
 	const char *end;
 	uint64_t v;
@@ -317,7 +317,8 @@ static int check_listen(const char *s, char *why)
 			return why_value(why, s, "is not ADDR:PORT (e.g. 0.0.0.0:9440)");
 		hl = (size_t)(colon - s);
 		if (memchr(s, ':', hl))
-			return why_value(why, s, "needs brackets around an IPv6 address (e.g. [::1]:9440)");
+			return why_value(why, s,
+					 "needs brackets around an IPv6 address (e.g. [::1]:9440)");
 		if (hl >= sizeof(host))
 			return why_value(why, s, "is not ADDR:PORT (e.g. 0.0.0.0:9440)");
 		memcpy(host, s, hl);
@@ -325,8 +326,10 @@ static int check_listen(const char *s, char *why)
 		port = colon + 1;
 	}
 	if (inet_pton(family, host, addr) != 1)
-		return why_value(why, s, family == AF_INET6 ? "does not hold an IPv6 address" :
-				 "does not hold an IPv4 address (e.g. 0.0.0.0:9440)");
+		return why_value(why, s,
+				 family == AF_INET6
+				     ? "does not hold an IPv6 address"
+				     : "does not hold an IPv4 address (e.g. 0.0.0.0:9440)");
 	/* Port 0 is allowed on purpose: the kernel picks a free port (tests). */
 	if (parse_u64(port, &p, &end) < 0 || *end || p > 65535)
 		return why_value(why, s, "does not end in a port 0..65535");
@@ -353,7 +356,8 @@ static int add_header(struct tl_options *o, const char *val, char *why)
 		return why_value(why, val, "is not a header name (1 to 64 characters)");
 	for (size_t i = 0; i < n; i++)
 		if (!is_tchar(val[i]))
-			return why_value(why, val, "is not a header name (letters, digits and !#$%&'*+-.^_`|~)");
+			return why_value(
+			    why, val, "is not a header name (letters, digits and !#$%&'*+-.^_`|~)");
 	lower = strdup(val);
 	if (!lower)
 		return -ENOMEM;
@@ -415,7 +419,8 @@ static int add_signals(uint64_t *mask, const char *val, char *why)
 
 			if (signal_lookup(p, len, &signo) < 0) {
 				snprintf(name, sizeof(name), "%.*s", (int)(len < 24 ? len : 24), p);
-				return why_value(why, name, "is not a signal name (e.g. SIGTERM or TERM)");
+				return why_value(why, name,
+						 "is not a signal name (e.g. SIGTERM or TERM)");
 			}
 			*mask |= SIGBIT(signo);
 			any = true;
@@ -431,8 +436,8 @@ static int add_signals(uint64_t *mask, const char *val, char *why)
 static int parse_bool(const char *val, bool *ret)
 {
 	/* YAML 1.2 core schema booleans only: "yes"/"on" are strings there. */
-	static const char *const t[] = { "true", "True", "TRUE" };
-	static const char *const f[] = { "false", "False", "FALSE" };
+	static const char *const t[] = {"true", "True", "TRUE"};
+	static const char *const f[] = {"false", "False", "FALSE"};
 
 	for (size_t i = 0; i < 3; i++) {
 		if (strcmp(val, t[i]) == 0) {
@@ -507,7 +512,8 @@ static int set_value(struct tl_options *o, const struct opt_def *d, const char *
 	case KIND_BYTES:
 		r = parse_bytes(val, &v);
 		if (r == -EINVAL)
-			return why_value(why, val, "is not a size in bytes (e.g. 268435456 or 256Mi)");
+			return why_value(why, val,
+					 "is not a size in bytes (e.g. 268435456 or 256Mi)");
 		if (r < 0 || v < d->min || v > d->max)
 			return why_value(why, val, "is out of range (1Mi..1024Ti)");
 		*(uint64_t *)(base + d->offset) = v;
@@ -560,8 +566,10 @@ static int default_node(struct tl_options *o, char *err, size_t errlen)
 	if (env && env[0]) {
 		if (!node_name_valid(env)) {
 			quote(q, sizeof(q), env);
-			return fail(err, errlen, PROG ": $NODE_NAME: '%s' is not a node name "
-				    "(lower-case DNS subdomain)", q);
+			return fail(err, errlen,
+				    PROG ": $NODE_NAME: '%s' is not a node name "
+					 "(lower-case DNS subdomain)",
+				    q);
 		}
 		return set_string(&o->node, env);
 	}
@@ -578,10 +586,10 @@ static int default_node(struct tl_options *o, char *err, size_t errlen)
 
 struct file_state {
 	struct tl_options *o;
-	const bool *from_cli;     /* [OPT_COUNT]: a flag already set this one */
+	const bool *from_cli; /* [OPT_COUNT]: a flag already set this one */
 	bool seen[OPT_COUNT];
 	const char *open_path;
-	char path[256];           /* as shown in errors */
+	char path[256]; /* as shown in errors */
 	char *err;
 	size_t errlen;
 };
@@ -610,7 +618,7 @@ static size_t edit_distance(const char *a, const char *b)
 		for (size_t j = 1; j <= lb; j++) {
 			size_t up = row[j];
 			size_t best = diag + (tolower((unsigned char)a[i - 1]) !=
-					      tolower((unsigned char)b[j - 1]) &&
+						  tolower((unsigned char)b[j - 1]) &&
 					      !(a[i - 1] == '_' && b[j - 1] == '-'));
 
 			if (up + 1 < best)
@@ -643,8 +651,9 @@ static int unknown_key(struct file_state *fs, unsigned long line, const char *ke
 	}
 	quote(q, sizeof(q), key);
 	if (best)
-		return fail(fs->err, fs->errlen, "config %s:%lu: unknown key '%s' (did you mean '%s'?)",
-			    fs->path, line, q, best);
+		return fail(fs->err, fs->errlen,
+			    "config %s:%lu: unknown key '%s' (did you mean '%s'?)", fs->path, line,
+			    q, best);
 	return fail(fs->err, fs->errlen, "config %s:%lu: unknown key '%s'", fs->path, line, q);
 }
 
@@ -674,9 +683,11 @@ static int next_event(yaml_parser_t *p, yaml_event_t *ev, struct file_state *fs)
 	/* An unclosed quote or bracket is reported where the input ends; the
 	 * context names where it was opened, which is what needs fixing. */
 	if (p->context && ctx_line != line)
-		return fail(fs->err, fs->errlen, "config %s:%lu: malformed YAML: %s %s started on "
-			    "line %lu", fs->path, line, p->problem ? p->problem : "parse error",
-			    p->context, ctx_line);
+		return fail(fs->err, fs->errlen,
+			    "config %s:%lu: malformed YAML: %s %s started on "
+			    "line %lu",
+			    fs->path, line, p->problem ? p->problem : "parse error", p->context,
+			    ctx_line);
 	return fail(fs->err, fs->errlen, "config %s:%lu: malformed YAML: %s%s%s", fs->path, line,
 		    p->problem ? p->problem : "parse error", p->context ? " " : "",
 		    p->context ? p->context : "");
@@ -689,7 +700,7 @@ static int file_scalar(struct file_state *fs, const struct opt_def *d, const yam
 {
 	const char *val = (const char *)ev->data.scalar.value;
 	char why[WHY_MAX];
-	struct origin at = { fs->path, line_of(ev) };
+	struct origin at = {fs->path, line_of(ev)};
 	int r;
 
 	if (ev->type == YAML_ALIAS_EVENT)
@@ -710,9 +721,9 @@ static int file_key(struct file_state *fs, yaml_parser_t *p, const yaml_event_t 
 {
 	const char *key = (const char *)kev->data.scalar.value;
 	const struct opt_def *d = find_key(key);
-	struct tl_options scratch = { 0 };
+	struct tl_options scratch = {0};
 	struct tl_options *dst;
-	struct origin at = { fs->path, line_of(kev) };
+	struct origin at = {fs->path, line_of(kev)};
 	yaml_event_t ev;
 	bool list;
 	int id, r;
@@ -755,8 +766,9 @@ static int file_key(struct file_state *fs, yaml_parser_t *p, const yaml_event_t 
 		if (!any)
 			r = fail_at(fs->err, fs->errlen, &at, key, "the list is empty");
 	} else if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
-		r = fail_at(fs->err, fs->errlen, &at, key, list ? "expected a name or a list of names" :
-			    "expected a single value, not a list or mapping");
+		r = fail_at(fs->err, fs->errlen, &at, key,
+			    list ? "expected a name or a list of names"
+				 : "expected a single value, not a list or mapping");
 	} else {
 		r = file_scalar(fs, d, &ev, dst);
 	}
@@ -805,7 +817,8 @@ static int read_file(const char *open_path, const char *path, char **ret, size_t
 		len += (size_t)n;
 	}
 	if (len > CONFIG_MAX_BYTES) {
-		r = fail(err, errlen, "config %s: larger than %d KiB", path, CONFIG_MAX_BYTES / 1024);
+		r = fail(err, errlen, "config %s: larger than %d KiB", path,
+			 CONFIG_MAX_BYTES / 1024);
 		goto out;
 	}
 	*ret = buf;
@@ -852,14 +865,18 @@ static int parse_config(struct file_state *fs)
 			break;
 		case YAML_DOCUMENT_START_EVENT:
 			if (++docs > 1)
-				r = fail(fs->err, fs->errlen, "config %s:%lu: only one YAML document "
-					 "is allowed", fs->path, line_of(&ev));
+				r = fail(fs->err, fs->errlen,
+					 "config %s:%lu: only one YAML document "
+					 "is allowed",
+					 fs->path, line_of(&ev));
 			break;
 		case YAML_SCALAR_EVENT:
 			/* A document that is empty or only "~" sets nothing. */
 			if (!scalar_is_null(&ev))
-				r = fail(fs->err, fs->errlen, "config %s:%lu: the top level must be a "
-					 "mapping of settings", fs->path, line_of(&ev));
+				r = fail(fs->err, fs->errlen,
+					 "config %s:%lu: the top level must be a "
+					 "mapping of settings",
+					 fs->path, line_of(&ev));
 			break;
 		case YAML_MAPPING_START_EVENT:
 			for (;;) {
@@ -873,8 +890,10 @@ static int parse_config(struct file_state *fs)
 					break;
 				}
 				if (kev.type != YAML_SCALAR_EVENT)
-					r = fail(fs->err, fs->errlen, "config %s:%lu: keys must be "
-						 "setting names", fs->path, line_of(&kev));
+					r = fail(fs->err, fs->errlen,
+						 "config %s:%lu: keys must be "
+						 "setting names",
+						 fs->path, line_of(&kev));
 				else
 					r = file_key(fs, &parser, &kev);
 				yaml_event_delete(&kev);
@@ -883,8 +902,10 @@ static int parse_config(struct file_state *fs)
 			}
 			break;
 		default:
-			r = fail(fs->err, fs->errlen, "config %s:%lu: the top level must be a "
-				 "mapping of settings", fs->path, line_of(&ev));
+			r = fail(fs->err, fs->errlen,
+				 "config %s:%lu: the top level must be a "
+				 "mapping of settings",
+				 fs->path, line_of(&ev));
 			break;
 		}
 		yaml_event_delete(&ev);
@@ -959,7 +980,7 @@ static void sb_value(struct strbuf *b, const char *s)
 
 int tl_options_render(const struct tl_options *o, char **ret)
 {
-	struct strbuf b = { 0 };
+	struct strbuf b = {0};
 
 	/* The node and the config file's path are left out: every node running
 	 * the same ConfigMap reports the same digest. */
@@ -985,7 +1006,8 @@ int tl_options_render(const struct tl_options *o, char **ret)
 			}
 			break;
 		case KIND_LOG_LEVEL:
-			sb_value(&b, (unsigned)o->log_level < 4 ? log_level_names[o->log_level] : "?");
+			sb_value(&b,
+				 (unsigned)o->log_level < 4 ? log_level_names[o->log_level] : "?");
 			break;
 		case KIND_U32:
 			sb_printf(&b, "%u", *(const uint32_t *)(base + d->offset));
@@ -1005,7 +1027,8 @@ int tl_options_render(const struct tl_options *o, char **ret)
 
 				if (!(o->signal_mask & SIGBIT(s)))
 					continue;
-				for (size_t k = 0; k < sizeof(signal_names) / sizeof(signal_names[0]); k++) {
+				for (size_t k = 0;
+				     k < sizeof(signal_names) / sizeof(signal_names[0]); k++) {
 					if (signal_names[k].signo == s) {
 						name = signal_names[k].name;
 						break;
@@ -1090,8 +1113,8 @@ static void options_move(struct tl_options *dst, struct tl_options *src)
 int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, size_t errlen)
 {
 	struct option longopts[OPT_COUNT + 1];
-	struct tl_options o = { 0 };
-	bool from_cli[OPT_COUNT] = { false };
+	struct tl_options o = {0};
+	bool from_cli[OPT_COUNT] = {false};
 	char why[WHY_MAX];
 	int r, c;
 
@@ -1101,10 +1124,10 @@ int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, 
 		const struct opt_def *d = &opt_defs[i];
 		bool arg = d->kind != KIND_ACTION && d->kind != KIND_BOOL;
 
-		longopts[i] = (struct option){ d->name, arg ? required_argument : no_argument,
-					       NULL, 0x100 + i };
+		longopts[i] = (struct option){d->name, arg ? required_argument : no_argument, NULL,
+					      0x100 + i};
 	}
-	longopts[OPT_COUNT] = (struct option){ 0 };
+	longopts[OPT_COUNT] = (struct option){0};
 
 	r = set_defaults(&o);
 	if (r < 0)
@@ -1124,14 +1147,16 @@ int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, 
 
 			quote(q, sizeof(q), optind > 0 && optind <= argc ? argv[optind - 1] : "?");
 			if (optopt >= 0x100 && optopt < 0x100 + OPT_COUNT)
-				r = fail(err, errlen, PROG ": --%s takes no value", opt_defs[optopt - 0x100].name);
+				r = fail(err, errlen, PROG ": --%s takes no value",
+					 opt_defs[optopt - 0x100].name);
 			else
 				r = fail(err, errlen, PROG ": unknown option '%s' (see --help)", q);
 			goto out;
 		}
 		if (c == ':') {
 			if (optopt >= 0x100 && optopt < 0x100 + OPT_COUNT)
-				r = fail(err, errlen, PROG ": --%s needs a value", opt_defs[optopt - 0x100].name);
+				r = fail(err, errlen, PROG ": --%s needs a value",
+					 opt_defs[optopt - 0x100].name);
 			else
 				r = fail(err, errlen, PROG ": an option needs a value");
 			goto out;
@@ -1169,9 +1194,10 @@ int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, 
 		if (!from_cli[id] && d->kind == KIND_SIGNALS)
 			o.signal_mask = 0;
 		from_cli[id] = true;
-		r = d->kind == KIND_BOOL ? set_value(&o, d, "true", why) : set_value(&o, d, optarg, why);
+		r = d->kind == KIND_BOOL ? set_value(&o, d, "true", why)
+					 : set_value(&o, d, optarg, why);
 		if (r == -EINVAL) {
-			struct origin at = { NULL, 0 };
+			struct origin at = {NULL, 0};
 
 			r = fail_at(err, errlen, &at, d->name, why);
 		}
@@ -1188,8 +1214,11 @@ int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, 
 
 	if (o.config_path) {
 		struct file_state fs = {
-			.o = &o, .from_cli = from_cli, .open_path = o.config_path,
-			.err = err, .errlen = errlen,
+		    .o = &o,
+		    .from_cli = from_cli,
+		    .open_path = o.config_path,
+		    .err = err,
+		    .errlen = errlen,
 		};
 
 		quote(fs.path, sizeof(fs.path), o.config_path);

@@ -10,7 +10,7 @@
 
 int main(int argc, char **argv)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 	char err[512];
 	char **args;
 	char *text = NULL;

@@ -40,7 +40,7 @@ static void check_result(int r, struct tl_options *o, const char *err)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 	char err[512] = "";
 	int r;
 
@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	char path[64];
-	char *args[] = { "termlined", "--config", path, NULL };
+	char *args[] = {"termlined", "--config", path, NULL};
 
 	if (ftruncate(config_fd, 0) < 0 || pwrite(config_fd, data, size, 0) != (ssize_t)size)
 		abort();

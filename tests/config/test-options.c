@@ -17,8 +17,8 @@
 #include "options.h"
 #include "termline-config.h"
 
-#define ARGV(...) ((const char *const[]){ "termlined", __VA_ARGS__, NULL })
-#define ARGV0 ((const char *const[]){ "termlined", NULL })
+#define ARGV(...) ((const char *const[]){"termlined", __VA_ARGS__, NULL})
+#define ARGV0 ((const char *const[]){"termlined", NULL})
 #define SIGBIT(s) (UINT64_C(1) << (s))
 
 static char tmpdir[256];
@@ -87,7 +87,7 @@ static void expect_fail(const char *const *args)
 
 START_TEST(test_defaults)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 
 	ck_assert_int_eq(parse(&o, ARGV0), 0);
 	ck_assert_str_eq(err, "");
@@ -106,7 +106,8 @@ START_TEST(test_defaults)
 	ck_assert_ptr_null(o.emit_events);
 	ck_assert_uint_eq(o.ringbuf_kib, 4096);
 	ck_assert_uint_eq(o.signal_mask, SIGBIT(SIGTERM) | SIGBIT(SIGKILL) | SIGBIT(SIGINT) |
-			  SIGBIT(SIGQUIT) | SIGBIT(SIGHUP) | SIGBIT(SIGUSR1) | SIGBIT(SIGUSR2));
+					     SIGBIT(SIGQUIT) | SIGBIT(SIGHUP) | SIGBIT(SIGUSR1) |
+					     SIGBIT(SIGUSR2));
 	ck_assert_uint_eq(o.max_events_per_timeline, 20000);
 	ck_assert_uint_eq(o.retention_bytes, 256ULL * 1024 * 1024);
 	ck_assert_uint_eq(o.retention_hours, 168);
@@ -117,14 +118,18 @@ END_TEST
 
 START_TEST(test_all_flags)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 
-	ck_assert_int_eq(parse(&o, ARGV("--kubeconfig", "/k/config", "--node", "ip-10-0-0-1.ec2.internal",
-		"--state-dir", "/s", "--listen=[::1]:9441", "--cgroup-root", "/sys/fs/cgroup/unified",
-		"--pod-logs-dir", "/logs", "--request-id-header", "X-Trace-Id", "--log-level", "debug",
-		"--linger", "0", "--no-api", "--emit-events", "-", "--ring-buffer-kib", "64",
-		"--signals", "SIGTERM,kill usr1", "--max-events-per-timeline", "5",
-		"--retention-bytes", "1Gi", "--retention-hours", "1", "--journal-fsync-ms", "0")), 0);
+	ck_assert_int_eq(
+	    parse(&o,
+		  ARGV("--kubeconfig", "/k/config", "--node", "ip-10-0-0-1.ec2.internal",
+		       "--state-dir", "/s", "--listen=[::1]:9441", "--cgroup-root",
+		       "/sys/fs/cgroup/unified", "--pod-logs-dir", "/logs", "--request-id-header",
+		       "X-Trace-Id", "--log-level", "debug", "--linger", "0", "--no-api",
+		       "--emit-events", "-", "--ring-buffer-kib", "64", "--signals",
+		       "SIGTERM,kill usr1", "--max-events-per-timeline", "5", "--retention-bytes",
+		       "1Gi", "--retention-hours", "1", "--journal-fsync-ms", "0")),
+	    0);
 	ck_assert_str_eq(o.kubeconfig, "/k/config");
 	ck_assert_str_eq(o.node, "ip-10-0-0-1.ec2.internal");
 	ck_assert_str_eq(o.state_dir, "/s");
@@ -147,31 +152,30 @@ START_TEST(test_all_flags)
 }
 END_TEST
 
-static const char full_config[] =
-	"# termlined configuration\n"
-	"kubeconfig: /etc/kubernetes/kubelet.conf\n"
-	"node: worker-1\n"
-	"state-dir: /data/termline\n"
-	"listen: 127.0.0.1:9550\n"
-	"cgroup-root: /sys/fs/cgroup\n"
-	"pod-logs-dir: /var/log/pods2\n"
-	"request-id-header:\n"
-	"  - X-Request-Id\n"
-	"  - x-b3-traceid\n"
-	"log-level: warn\n"
-	"linger: 45\n"
-	"no-api: true\n"
-	"emit-events: /tmp/events.jsonl\n"
-	"ring-buffer-kib: 8192\n"
-	"signals: [SIGTERM, SIGKILL, TERM]\n"
-	"max-events-per-timeline: 1000\n"
-	"retention-bytes: 536870912\n"
-	"retention-hours: 24\n"
-	"journal-fsync-ms: 1000\n";
+static const char full_config[] = "# termlined configuration\n"
+				  "kubeconfig: /etc/kubernetes/kubelet.conf\n"
+				  "node: worker-1\n"
+				  "state-dir: /data/termline\n"
+				  "listen: 127.0.0.1:9550\n"
+				  "cgroup-root: /sys/fs/cgroup\n"
+				  "pod-logs-dir: /var/log/pods2\n"
+				  "request-id-header:\n"
+				  "  - X-Request-Id\n"
+				  "  - x-b3-traceid\n"
+				  "log-level: warn\n"
+				  "linger: 45\n"
+				  "no-api: true\n"
+				  "emit-events: /tmp/events.jsonl\n"
+				  "ring-buffer-kib: 8192\n"
+				  "signals: [SIGTERM, SIGKILL, TERM]\n"
+				  "max-events-per-timeline: 1000\n"
+				  "retention-bytes: 536870912\n"
+				  "retention-hours: 24\n"
+				  "journal-fsync-ms: 1000\n";
 
 START_TEST(test_file_all_keys)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 
 	ck_assert_int_eq(parse_file(&o, full_config), 0);
 	ck_assert_str_eq(err, "");
@@ -201,12 +205,13 @@ END_TEST
 
 START_TEST(test_file_scalars_and_nulls)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 
 	/* A single header as a string, quoted numbers, an empty document
 	 * marker and comments are all ordinary YAML a user may write. */
 	ck_assert_int_eq(parse_file(&o, "---\n# c\nrequest-id-header: X-Amzn-Trace-Id # tail\n"
-				    "linger: \"12\"\nno-api: False\nsignals: usr2\n...\n"), 0);
+					"linger: \"12\"\nno-api: False\nsignals: usr2\n...\n"),
+			 0);
 	ck_assert_int_eq(o.n_request_id_headers, 1);
 	ck_assert_str_eq(o.request_id_headers[0], "x-amzn-trace-id");
 	ck_assert_uint_eq(o.linger_s, 12);
@@ -226,16 +231,17 @@ END_TEST
 
 /* The flag wins wherever --config stands among the flags. */
 static const char *const order_cases[][8] = {
-	{ "termlined", "--linger", "7", "--request-id-header", "x-cli", "--config", NULL, NULL },
-	{ "termlined", "--config", NULL, "--linger", "7", "--request-id-header", "x-cli", NULL },
-	{ "termlined", "--request-id-header", "x-cli", "--config", NULL, "--linger=7", NULL, NULL },
+    {"termlined", "--linger", "7", "--request-id-header", "x-cli", "--config", NULL, NULL},
+    {"termlined", "--config", NULL, "--linger", "7", "--request-id-header", "x-cli", NULL},
+    {"termlined", "--request-id-header", "x-cli", "--config", NULL, "--linger=7", NULL, NULL},
 };
 
 START_TEST(test_flag_beats_file)
 {
-	struct tl_options o = { 0 };
-	const char *path = write_file("c.yaml", "linger: 99\nstate-dir: /from-file\n"
-				      "request-id-header: [x-file-a, x-file-b]\nsignals: [HUP]\n");
+	struct tl_options o = {0};
+	const char *path =
+	    write_file("c.yaml", "linger: 99\nstate-dir: /from-file\n"
+				 "request-id-header: [x-file-a, x-file-b]\nsignals: [HUP]\n");
 	const char *args[8];
 
 	memcpy(args, order_cases[_i], sizeof(args));
@@ -259,17 +265,19 @@ START_TEST(test_overridden_file_key_still_validated)
 	char expect[600];
 
 	expect_fail(ARGV("--linger", "5", "--config", path));
-	snprintf(expect, sizeof(expect), "config %s:1: linger: 'soon' is not a number of seconds", path);
+	snprintf(expect, sizeof(expect), "config %s:1: linger: 'soon' is not a number of seconds",
+		 path);
 	ck_assert_str_eq(err, expect);
 }
 END_TEST
 
 START_TEST(test_repeated_headers)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 
 	ck_assert_int_eq(parse(&o, ARGV("--request-id-header", "X-A", "--request-id-header", "x-b",
-					"--request-id-header", "X-a")), 0);
+					"--request-id-header", "X-a")),
+			 0);
 	ck_assert_int_eq(o.n_request_id_headers, 2);
 	ck_assert_str_eq(o.request_id_headers[0], "x-a");
 	ck_assert_str_eq(o.request_id_headers[1], "x-b");
@@ -279,7 +287,7 @@ END_TEST
 
 START_TEST(test_too_many_headers)
 {
-	const char *args[2 * TL_MAX_HEADERS + 4] = { "termlined" };
+	const char *args[2 * TL_MAX_HEADERS + 4] = {"termlined"};
 	char names[TL_MAX_HEADERS + 1][16];
 	int n = 1;
 
@@ -300,37 +308,41 @@ struct bad_value {
 };
 
 static const struct bad_value bad_values[] = {
-	{ "linger", "abc", "'abc' is not a number of seconds" },
-	{ "linger", "-1", "'-1' is not a number of seconds" },
-	{ "linger", "1.5", "'1.5' is not a number of seconds" },
-	{ "linger", "86401", "'86401' is out of range (0..86400 seconds)" },
-	{ "linger", "99999999999999999999999", "'99999999999999999999999' is out of range (0..86400 seconds)" },
-	{ "ring-buffer-kib", "3000", "'3000' is not a power of two" },
-	{ "ring-buffer-kib", "32", "'32' is out of range (64..1048576 KiB)" },
-	{ "max-events-per-timeline", "0", "'0' is out of range (1..10000000 events)" },
-	{ "retention-hours", "0", "'0' is out of range (1..87600 hours)" },
-	{ "journal-fsync-ms", "60001", "'60001' is out of range (0..60000 milliseconds)" },
-	{ "retention-bytes", "1000", "'1000' is out of range (1Mi..1024Ti)" },
-	{ "retention-bytes", "10 MiB", "'10 MiB' is not a size in bytes (e.g. 268435456 or 256Mi)" },
-	{ "retention-bytes", "2Pi", "'2Pi' is not a size in bytes (e.g. 268435456 or 256Mi)" },
-	{ "log-level", "verbose", "'verbose' is not a log level (debug, info, warn or error)" },
-	{ "log-level", "INFO", "'INFO' is not a log level (debug, info, warn or error)" },
-	{ "listen", "::1:9440", "'::1:9440' needs brackets around an IPv6 address (e.g. [::1]:9440)" },
-	{ "listen", "0.0.0.0", "'0.0.0.0' is not ADDR:PORT (e.g. 0.0.0.0:9440)" },
-	{ "listen", "localhost:9440", "'localhost:9440' does not hold an IPv4 address (e.g. 0.0.0.0:9440)" },
-	{ "listen", "1.2.3.4:65536", "'1.2.3.4:65536' does not end in a port 0..65535" },
-	{ "listen", "1.2.3.4:", "'1.2.3.4:' does not end in a port 0..65535" },
-	{ "listen", "[::1]9440", "'[::1]9440' is not [IPv6]:PORT" },
-	{ "listen", "[::g]:9440", "'[::g]:9440' does not hold an IPv6 address" },
-	{ "node", "Node_1", "'Node_1' is not a node name (lower-case DNS subdomain)" },
-	{ "node", "-a", "'-a' is not a node name (lower-case DNS subdomain)" },
-	{ "node", "a..b", "'a..b' is not a node name (lower-case DNS subdomain)" },
-	{ "request-id-header", "x request", "'x request' is not a header name (letters, digits and !#$%&'*+-.^_`|~)" },
-	{ "request-id-header", "x:id", "'x:id' is not a header name (letters, digits and !#$%&'*+-.^_`|~)" },
-	{ "signals", "SIGFOO", "'SIGFOO' is not a signal name (e.g. SIGTERM or TERM)" },
-	{ "signals", "TERM,9", "'9' is not a signal name (e.g. SIGTERM or TERM)" },
-	{ "pod-logs-dir", "", "'' is empty" },
-	{ "no-api", "yes", "'yes' is not a boolean (true or false)" },
+    {"linger", "abc", "'abc' is not a number of seconds"},
+    {"linger", "-1", "'-1' is not a number of seconds"},
+    {"linger", "1.5", "'1.5' is not a number of seconds"},
+    {"linger", "86401", "'86401' is out of range (0..86400 seconds)"},
+    {"linger", "99999999999999999999999",
+     "'99999999999999999999999' is out of range (0..86400 seconds)"},
+    {"ring-buffer-kib", "3000", "'3000' is not a power of two"},
+    {"ring-buffer-kib", "32", "'32' is out of range (64..1048576 KiB)"},
+    {"max-events-per-timeline", "0", "'0' is out of range (1..10000000 events)"},
+    {"retention-hours", "0", "'0' is out of range (1..87600 hours)"},
+    {"journal-fsync-ms", "60001", "'60001' is out of range (0..60000 milliseconds)"},
+    {"retention-bytes", "1000", "'1000' is out of range (1Mi..1024Ti)"},
+    {"retention-bytes", "10 MiB", "'10 MiB' is not a size in bytes (e.g. 268435456 or 256Mi)"},
+    {"retention-bytes", "2Pi", "'2Pi' is not a size in bytes (e.g. 268435456 or 256Mi)"},
+    {"log-level", "verbose", "'verbose' is not a log level (debug, info, warn or error)"},
+    {"log-level", "INFO", "'INFO' is not a log level (debug, info, warn or error)"},
+    {"listen", "::1:9440", "'::1:9440' needs brackets around an IPv6 address (e.g. [::1]:9440)"},
+    {"listen", "0.0.0.0", "'0.0.0.0' is not ADDR:PORT (e.g. 0.0.0.0:9440)"},
+    {"listen", "localhost:9440",
+     "'localhost:9440' does not hold an IPv4 address (e.g. 0.0.0.0:9440)"},
+    {"listen", "1.2.3.4:65536", "'1.2.3.4:65536' does not end in a port 0..65535"},
+    {"listen", "1.2.3.4:", "'1.2.3.4:' does not end in a port 0..65535"},
+    {"listen", "[::1]9440", "'[::1]9440' is not [IPv6]:PORT"},
+    {"listen", "[::g]:9440", "'[::g]:9440' does not hold an IPv6 address"},
+    {"node", "Node_1", "'Node_1' is not a node name (lower-case DNS subdomain)"},
+    {"node", "-a", "'-a' is not a node name (lower-case DNS subdomain)"},
+    {"node", "a..b", "'a..b' is not a node name (lower-case DNS subdomain)"},
+    {"request-id-header", "x request",
+     "'x request' is not a header name (letters, digits and !#$%&'*+-.^_`|~)"},
+    {"request-id-header", "x:id",
+     "'x:id' is not a header name (letters, digits and !#$%&'*+-.^_`|~)"},
+    {"signals", "SIGFOO", "'SIGFOO' is not a signal name (e.g. SIGTERM or TERM)"},
+    {"signals", "TERM,9", "'9' is not a signal name (e.g. SIGTERM or TERM)"},
+    {"pod-logs-dir", "", "'' is empty"},
+    {"no-api", "yes", "'yes' is not a boolean (true or false)"},
 };
 
 /* The same bad value, in a file (line 3) and as a flag. */
@@ -358,7 +370,8 @@ START_TEST(test_bad_value_as_flag)
 	if (strcmp(b->key, "no-api") == 0) {
 		/* A bare flag: the value is left over as an operand. */
 		expect_fail(ARGV(flag, b->value));
-		snprintf(expect, sizeof(expect), "termlined: unexpected argument '%s' (see --help)", b->value);
+		snprintf(expect, sizeof(expect), "termlined: unexpected argument '%s' (see --help)",
+			 b->value);
 		ck_assert_str_eq(err, expect);
 		return;
 	}
@@ -369,12 +382,12 @@ START_TEST(test_bad_value_as_flag)
 END_TEST
 
 static const char *const good_listen[] = {
-	"0.0.0.0:9440", "[::1]:9440", "[::]:80", "127.0.0.1:0", "off", "",
+    "0.0.0.0:9440", "[::1]:9440", "[::]:80", "127.0.0.1:0", "off", "",
 };
 
 START_TEST(test_good_listen)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 
 	ck_assert_int_eq(parse(&o, ARGV("--listen", good_listen[_i])), 0);
 	ck_assert_str_eq(o.listen, good_listen[_i]);
@@ -384,11 +397,13 @@ END_TEST
 
 START_TEST(test_range_edges)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 
-	ck_assert_int_eq(parse(&o, ARGV("--linger", "86400", "--ring-buffer-kib", "1048576",
-		"--retention-bytes", "1Mi", "--journal-fsync-ms", "60000", "--retention-hours", "87600",
-		"--max-events-per-timeline", "10000000")), 0);
+	ck_assert_int_eq(
+	    parse(&o, ARGV("--linger", "86400", "--ring-buffer-kib", "1048576", "--retention-bytes",
+			   "1Mi", "--journal-fsync-ms", "60000", "--retention-hours", "87600",
+			   "--max-events-per-timeline", "10000000")),
+	    0);
 	ck_assert_uint_eq(o.linger_s, 86400);
 	ck_assert_uint_eq(o.ringbuf_kib, 1048576);
 	ck_assert_uint_eq(o.retention_bytes, 1048576);
@@ -401,12 +416,14 @@ END_TEST
 
 START_TEST(test_unknown_key_line)
 {
-	const char *path = write_file("u.yaml", "# termlined\n\nstate-dir: /x\nlinger: 5\n"
-				      "log-level: info\n# linger in seconds\nlinger_s: 10\n");
+	const char *path =
+	    write_file("u.yaml", "# termlined\n\nstate-dir: /x\nlinger: 5\n"
+				 "log-level: info\n# linger in seconds\nlinger_s: 10\n");
 	char expect[600];
 
 	expect_fail(ARGV("--config", path));
-	snprintf(expect, sizeof(expect), "config %s:7: unknown key 'linger_s' (did you mean 'linger'?)", path);
+	snprintf(expect, sizeof(expect),
+		 "config %s:7: unknown key 'linger_s' (did you mean 'linger'?)", path);
 	ck_assert_str_eq(err, expect);
 
 	path = write_file("u2.yaml", "state-dir: /x\ncolour: blue\n");
@@ -455,31 +472,35 @@ struct bad_doc {
 };
 
 static const struct bad_doc bad_docs[] = {
-	{ "linger: 1\nstate-dir: /x\n  bad: indent\n", 3,
-	  "malformed YAML: mapping values are not allowed in this context" },
-	{ "linger: 1\n\nlisten: \"0.0.0.0:1\n", 4,
-	  "malformed YAML: found unexpected end of stream while scanning a quoted scalar started on line 3" },
-	{ "linger: 1\n\tstate-dir: /x\n", 2, NULL },
-	{ "linger: 1\nsignals: [TERM, KILL\n", 3,
-	  "malformed YAML: did not find expected ',' or ']' while parsing a flow sequence started on line 2" },
-	{ "- linger\n", 1, "the top level must be a mapping of settings" },
-	{ "just text\n", 1, "the top level must be a mapping of settings" },
-	{ "linger: 1\n---\nlinger: 2\n", 2, "only one YAML document is allowed" },
-	{ "linger: 1\nlinger: 2\n", 2, "linger: appears twice" },
-	{ "a: &x 5\n", 1, "unknown key 'a'" },
-	{ "linger: *x\n", 1, NULL },
-	{ "state-dir: /x\nlinger:\n  value: 5\n", 2, "linger: expected a single value, not a list or mapping" },
-	{ "linger: [1, 2]\n", 1, "linger: expected a single value, not a list or mapping" },
-	{ "request-id-header: []\n", 1, "request-id-header: the list is empty" },
-	{ "request-id-header: [[x]]\n", 1, "request-id-header: expected a single value" },
-	{ "signals: {TERM: 1}\n", 1, "signals: expected a name or a list of names" },
-	{ "kubeconfig:\n", 1, "kubeconfig: has no value" },
-	{ "linger: ~\n", 1, "linger: has no value" },
-	{ "config: /etc/other.yaml\n", 1, "config: cannot be set inside a config file" },
-	{ "help: true\n", 1, "unknown key 'help'" },
-	{ "? [a]\n: b\n", 1, "keys must be setting names" },
-	{ "state-dir: /x\nlinger: \"1\\0\"\n", 2, "linger: contains a NUL byte" },
-	{ "signals:\n  - TERM\n  - SIGNOPE\n", 3, "signals: 'SIGNOPE' is not a signal name (e.g. SIGTERM or TERM)" },
+    {"linger: 1\nstate-dir: /x\n  bad: indent\n", 3,
+     "malformed YAML: mapping values are not allowed in this context"},
+    {"linger: 1\n\nlisten: \"0.0.0.0:1\n", 4,
+     "malformed YAML: found unexpected end of stream while scanning a quoted scalar started on "
+     "line 3"},
+    {"linger: 1\n\tstate-dir: /x\n", 2, NULL},
+    {"linger: 1\nsignals: [TERM, KILL\n", 3,
+     "malformed YAML: did not find expected ',' or ']' while parsing a flow sequence started on "
+     "line 2"},
+    {"- linger\n", 1, "the top level must be a mapping of settings"},
+    {"just text\n", 1, "the top level must be a mapping of settings"},
+    {"linger: 1\n---\nlinger: 2\n", 2, "only one YAML document is allowed"},
+    {"linger: 1\nlinger: 2\n", 2, "linger: appears twice"},
+    {"a: &x 5\n", 1, "unknown key 'a'"},
+    {"linger: *x\n", 1, NULL},
+    {"state-dir: /x\nlinger:\n  value: 5\n", 2,
+     "linger: expected a single value, not a list or mapping"},
+    {"linger: [1, 2]\n", 1, "linger: expected a single value, not a list or mapping"},
+    {"request-id-header: []\n", 1, "request-id-header: the list is empty"},
+    {"request-id-header: [[x]]\n", 1, "request-id-header: expected a single value"},
+    {"signals: {TERM: 1}\n", 1, "signals: expected a name or a list of names"},
+    {"kubeconfig:\n", 1, "kubeconfig: has no value"},
+    {"linger: ~\n", 1, "linger: has no value"},
+    {"config: /etc/other.yaml\n", 1, "config: cannot be set inside a config file"},
+    {"help: true\n", 1, "unknown key 'help'"},
+    {"? [a]\n: b\n", 1, "keys must be setting names"},
+    {"state-dir: /x\nlinger: \"1\\0\"\n", 2, "linger: contains a NUL byte"},
+    {"signals:\n  - TERM\n  - SIGNOPE\n", 3,
+     "signals: 'SIGNOPE' is not a signal name (e.g. SIGTERM or TERM)"},
 };
 
 START_TEST(test_bad_document)
@@ -493,8 +514,8 @@ START_TEST(test_bad_document)
 	if (b->why)
 		ck_assert_str_eq(err, expect);
 	else
-		ck_assert_msg(strncmp(err, expect, strlen(expect)) == 0, "'%s' does not start with '%s'",
-			      err, expect);
+		ck_assert_msg(strncmp(err, expect, strlen(expect)) == 0,
+			      "'%s' does not start with '%s'", err, expect);
 }
 END_TEST
 
@@ -506,16 +527,17 @@ struct bad_cli {
 START_TEST(test_bad_command_line)
 {
 	const struct bad_cli cases[] = {
-		{ ARGV("--bogus"), "termlined: unknown option '--bogus' (see --help)" },
-		{ ARGV("-x"), "termlined: unknown option '-x' (see --help)" },
-		{ ARGV("--linger"), "termlined: --linger needs a value" },
-		{ ARGV("--no-api=1"), "termlined: --no-api takes no value" },
-		{ ARGV("--no-api", "extra"), "termlined: unexpected argument 'extra' (see --help)" },
-		{ ARGV("--config", ""), "termlined: --config: the file name is empty" },
-		{ ARGV("--emit-events", ""), "termlined: --emit-events: '' is empty" },
-		{ ARGV("--signals", ",,"), "termlined: --signals: ',,' is not a list of signal names" },
-		{ ARGV("--log-level", "loud\nsecond line"),
-		  "termlined: --log-level: 'loud?second line' is not a log level (debug, info, warn or error)" },
+	    {ARGV("--bogus"), "termlined: unknown option '--bogus' (see --help)"},
+	    {ARGV("-x"), "termlined: unknown option '-x' (see --help)"},
+	    {ARGV("--linger"), "termlined: --linger needs a value"},
+	    {ARGV("--no-api=1"), "termlined: --no-api takes no value"},
+	    {ARGV("--no-api", "extra"), "termlined: unexpected argument 'extra' (see --help)"},
+	    {ARGV("--config", ""), "termlined: --config: the file name is empty"},
+	    {ARGV("--emit-events", ""), "termlined: --emit-events: '' is empty"},
+	    {ARGV("--signals", ",,"), "termlined: --signals: ',,' is not a list of signal names"},
+	    {ARGV("--log-level", "loud\nsecond line"),
+	     "termlined: --log-level: 'loud?second line' is not a log level (debug, info, warn or "
+	     "error)"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -553,18 +575,42 @@ static char *capture_stdout(int (*fn)(struct tl_options *, const char *const *),
 START_TEST(test_help)
 {
 	static const char *const flags[] = {
-		"--config FILE", "--kubeconfig FILE", "--node NAME", "--state-dir DIR",
-		"--listen ADDR:PORT", "--cgroup-root DIR", "--pod-logs-dir DIR",
-		"--request-id-header NAME", "--log-level", "--linger SECONDS", "--no-api",
-		"--emit-events FILE|-", "--version", "--help", "--ring-buffer-kib", "--signals",
-		"--max-events-per-timeline", "--retention-bytes", "--retention-hours",
-		"--journal-fsync-ms",
+	    "--config FILE",
+	    "--kubeconfig FILE",
+	    "--node NAME",
+	    "--state-dir DIR",
+	    "--listen ADDR:PORT",
+	    "--cgroup-root DIR",
+	    "--pod-logs-dir DIR",
+	    "--request-id-header NAME",
+	    "--log-level",
+	    "--linger SECONDS",
+	    "--no-api",
+	    "--emit-events FILE|-",
+	    "--version",
+	    "--help",
+	    "--ring-buffer-kib",
+	    "--signals",
+	    "--max-events-per-timeline",
+	    "--retention-bytes",
+	    "--retention-hours",
+	    "--journal-fsync-ms",
 	};
 	static const char *const defaults[] = {
-		"default: $NODE_NAME", "default: /var/lib/termline", "default: 0.0.0.0:9440",
-		"default: /var/log/pods", "default: x-request-id", "default: info", "default: 30\n",
-		"default: 4096\n", "default: TERM,KILL,INT,QUIT,HUP,USR1,USR2", "default: 20000\n",
-		"default: 256Mi", "default: 168\n", "default: 200\n", "debug, info, warn or error",
+	    "default: $NODE_NAME",
+	    "default: /var/lib/termline",
+	    "default: 0.0.0.0:9440",
+	    "default: /var/log/pods",
+	    "default: x-request-id",
+	    "default: info",
+	    "default: 30\n",
+	    "default: 4096\n",
+	    "default: TERM,KILL,INT,QUIT,HUP,USR1,USR2",
+	    "default: 20000\n",
+	    "default: 256Mi",
+	    "default: 168\n",
+	    "default: 200\n",
+	    "debug, info, warn or error",
 	};
 	struct tl_options o, before;
 	const char *out;
@@ -582,7 +628,7 @@ START_TEST(test_help)
 		ck_assert_msg(strstr(out, flags[i]), "help lacks %s", flags[i]);
 	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
 		ck_assert_msg(strstr(out, defaults[i]), "help lacks '%s'", defaults[i]);
-	for (const char *line = out; *line; ) {
+	for (const char *line = out; *line;) {
 		const char *nl = strchr(line, '\n');
 
 		ck_assert_ptr_nonnull(nl);
@@ -594,7 +640,7 @@ END_TEST
 
 START_TEST(test_version)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 	const char *out;
 	int r;
 
@@ -619,14 +665,16 @@ static void sha256_hex(const char *text, char out[72])
 
 START_TEST(test_digest)
 {
-	struct tl_options a = { 0 }, b = { 0 }, c = { 0 }, d = { 0 };
+	struct tl_options a = {0}, b = {0}, c = {0}, d = {0};
 	char *text = NULL;
 	char expect[72];
 
-	ck_assert_int_eq(parse_file(&a, "linger: 7\nrequest-id-header: [x-a, x-b]\nsignals: [TERM]\n"), 0);
+	ck_assert_int_eq(
+	    parse_file(&a, "linger: 7\nrequest-id-header: [x-a, x-b]\nsignals: [TERM]\n"), 0);
 	setenv("NODE_NAME", "node-b", 1);
 	ck_assert_int_eq(parse(&b, ARGV("--request-id-header", "X-A", "--linger", "7",
-					"--request-id-header", "x-b", "--signals", "SIGTERM")), 0);
+					"--request-id-header", "x-b", "--signals", "SIGTERM")),
+			 0);
 	ck_assert_int_eq(parse(&c, ARGV("--linger", "8")), 0);
 	ck_assert_int_eq(parse(&d, ARGV0), 0);
 
@@ -652,7 +700,7 @@ END_TEST
 
 START_TEST(test_render_escapes)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 	char *text = NULL;
 	int lines = 0;
 
@@ -669,12 +717,13 @@ END_TEST
 
 START_TEST(test_node_default)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 	struct utsname u;
 
 	setenv("NODE_NAME", "Bad_Name", 1);
 	expect_fail(ARGV0);
-	ck_assert_str_eq(err, "termlined: $NODE_NAME: 'Bad_Name' is not a node name (lower-case DNS subdomain)");
+	ck_assert_str_eq(
+	    err, "termlined: $NODE_NAME: 'Bad_Name' is not a node name (lower-case DNS subdomain)");
 	/* A flag makes the environment irrelevant. */
 	ck_assert_int_eq(parse(&o, ARGV("--node", "n1")), 0);
 	ck_assert_str_eq(o.node, "n1");
@@ -692,7 +741,7 @@ END_TEST
 
 START_TEST(test_free)
 {
-	struct tl_options o = { 0 };
+	struct tl_options o = {0};
 
 	tl_options_free(NULL);
 	tl_options_free(&o);
@@ -713,7 +762,7 @@ START_TEST(test_truncated_config)
 
 	ck_assert_ptr_nonnull(buf);
 	for (size_t len = 0; len <= n; len++) {
-		struct tl_options o = { 0 };
+		struct tl_options o = {0};
 		int r;
 
 		memcpy(buf, full_config, len);
@@ -741,12 +790,15 @@ static Suite *options_suite(void)
 	tcase_add_test(tc, test_all_flags);
 	tcase_add_test(tc, test_file_all_keys);
 	tcase_add_test(tc, test_file_scalars_and_nulls);
-	tcase_add_loop_test(tc, test_flag_beats_file, 0, sizeof(order_cases) / sizeof(order_cases[0]));
+	tcase_add_loop_test(tc, test_flag_beats_file, 0,
+			    sizeof(order_cases) / sizeof(order_cases[0]));
 	tcase_add_test(tc, test_overridden_file_key_still_validated);
 	tcase_add_test(tc, test_repeated_headers);
 	tcase_add_test(tc, test_too_many_headers);
-	tcase_add_loop_test(tc, test_bad_value_in_file, 0, sizeof(bad_values) / sizeof(bad_values[0]));
-	tcase_add_loop_test(tc, test_bad_value_as_flag, 0, sizeof(bad_values) / sizeof(bad_values[0]));
+	tcase_add_loop_test(tc, test_bad_value_in_file, 0,
+			    sizeof(bad_values) / sizeof(bad_values[0]));
+	tcase_add_loop_test(tc, test_bad_value_as_flag, 0,
+			    sizeof(bad_values) / sizeof(bad_values[0]));
 	tcase_add_loop_test(tc, test_good_listen, 0, sizeof(good_listen) / sizeof(good_listen[0]));
 	tcase_add_test(tc, test_range_edges);
 	tcase_add_test(tc, test_unknown_key_line);
