@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 #include "event.h"
 #include "loop.h"
 #include "metrics.h"
+#include "termline-events.h"
 
 #define MAX_EVENTS 4096
 #define WAIT_LIMIT_MS 10000
@@ -266,6 +268,7 @@ static struct tl_event events[MAX_EVENTS];
 static int n_events;
 static bool use_classic;
 static uint32_t ring_bytes;
+static uint64_t signal_mask;
 
 static void collect(void *userdata, struct tl_event *ev)
 {
@@ -279,7 +282,8 @@ static void collect(void *userdata, struct tl_event *ev)
 
 static void setup_common(void)
 {
-	struct tl_bpf_config cfg = { .ringbuf_bytes = ring_bytes, .force_classic = use_classic };
+	struct tl_bpf_config cfg = { .ringbuf_bytes = ring_bytes, .force_classic = use_classic,
+				     .signal_mask = signal_mask };
 	struct tl_emitter em = { .emit = collect };
 	char root[1024], err[512] = "", rel[512];
 	const char *uid = "1f6c4a5e_8a3b_4c2d_9e10_5b7f3a2c1d00";
@@ -311,6 +315,15 @@ static void setup_btf(void)
 {
 	use_classic = false;
 	ring_bytes = 0;
+	signal_mask = 0;
+	setup_common();
+}
+
+static void setup_kill_only(void)
+{
+	use_classic = false;
+	ring_bytes = 0;
+	signal_mask = TL_SIG_BIT(SIGKILL);
 	setup_common();
 }
 
@@ -318,6 +331,7 @@ static void setup_classic(void)
 {
 	use_classic = true;
 	ring_bytes = 0;
+	signal_mask = 0;
 	setup_common();
 }
 
@@ -325,6 +339,7 @@ static void setup_tiny_ring(void)
 {
 	use_classic = false;
 	ring_bytes = 4096;
+	signal_mask = 0;
 	setup_common();
 }
 
@@ -857,6 +872,58 @@ START_TEST(probe_names_name_the_variant)
 }
 END_TEST
 
+START_TEST(signal_mask_filters)
+{
+	int fd, fd2, status;
+	pid_t termed, killed;
+	char c;
+
+	termed = spawn_in(cg_leaf, "nohandler", &fd);
+	read_exact(fd, &c, 1);
+	ck_assert_int_eq(kill(termed, SIGTERM), 0);
+	wait_exit(termed);
+	killed = spawn_in(cg_leaf, "nohandler", &fd2);
+	read_exact(fd2, &c, 1);
+	ck_assert_int_eq(kill(killed, SIGKILL), 0);
+	status = wait_exit(killed);
+	ck_assert(WIFSIGNALED(status));
+
+	ck_assert_int_ge(wait_for("process.exit", "pid", killed), 0);
+	assert_signal(find_from(0, "process.signal", "pid", killed), killed, "tl-nohandler",
+		      "SIGKILL", 9, "delivered");
+	/* SIGTERM is outside the mask: its exit is there, the signal is not. */
+	assert_exit(find_from(0, "process.exit", "pid", termed), termed, "tl-nohandler", 0, 15);
+	ck_assert_int_eq(find_from(0, "process.signal", "pid", termed), -1);
+	close(fd);
+	close(fd2);
+}
+END_TEST
+
+START_TEST(unprivileged_load_fails_clearly)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct tl_bpf *b = NULL;
+		char err[512] = "";
+		int r;
+
+		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+		    setresuid(65534, 65534, 65534) < 0)
+			_exit(2);
+		r = tl_bpf_new(NULL, &b, err, sizeof(err));
+		if (r != -EPERM || b || !strstr(err, "root") || !strstr(err, "CAP_BPF"))
+			_exit(3);
+		_exit(0);
+	}
+	status = wait_exit(pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+END_TEST
+
 static void add_cases(TCase *tc)
 {
 	tcase_add_test(tc, sigterm_to_handler);
@@ -891,6 +958,7 @@ static Suite *bpf_suite(void)
 
 	tc = tcase_create("names");
 	tcase_add_test(tc, signal_names);
+	tcase_add_test(tc, unprivileged_load_fails_clearly);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("tp_btf");
@@ -901,6 +969,11 @@ static Suite *bpf_suite(void)
 	tc = tcase_create("classic");
 	tcase_add_checked_fixture(tc, setup_classic, teardown);
 	add_cases(tc);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("signal-mask");
+	tcase_add_checked_fixture(tc, setup_kill_only, teardown);
+	tcase_add_test(tc, signal_mask_filters);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("tiny-ring");
