@@ -24,7 +24,7 @@
 #define MAX_FINDING_REQUEST_IDS 100
 #define HASH_BUCKETS 1024
 #define RETENTION_PERIOD_MS (60 * 1000)
-#define CLOSE_RETRY_MS (10 * 1000)
+#define CLOSE_RETRY_MAX_MS (10 * 1000)
 #define DOC_READ_MAX (256u * 1024 * 1024)
 #define NS_PER_S 1000000000LL
 
@@ -487,7 +487,10 @@ static int timeline_add(struct timeline *tl, const struct tl_event *ev)
 		return 0;
 	}
 	note_container(tl, ev);
-	if (tl->n < soft || (is_lifecycle(ev->type) && tl->n < hard)) {
+	/* The first pod.deleted is kept past every limit: it ends the timeline,
+	 * and a replay must see it too. */
+	if (tl->n < soft || (is_lifecycle(ev->type) && tl->n < hard) ||
+	    (!tl->deleted && strcmp(ev->type, "pod.deleted") == 0)) {
 		r = insert_entry(tl, ev->time_ns, obj);
 		if (r < 0) {
 			json_object_put(obj);
@@ -1029,7 +1032,13 @@ static void close_cb(struct tl_loop *loop, struct tl_timer *timer, void *userdat
 		 * journaled) and try again later. */
 		note_disk_error(tl);
 		journal_loss(tl);
-		if (tl_timer_arm(timer, CLOSE_RETRY_MS, 0) < 0) {
+		uint64_t retry_ms = (uint64_t)t->linger_s * 1000;
+
+		if (retry_ms < 1000)
+			retry_ms = 1000;
+		if (retry_ms > CLOSE_RETRY_MAX_MS)
+			retry_ms = CLOSE_RETRY_MAX_MS;
+		if (tl_timer_arm(timer, retry_ms, 0) < 0) {
 			tl_timer_free(timer);
 			tl->close_timer = NULL;
 		}
