@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -32,6 +33,9 @@
 #define WAIT_LIMIT_MS 10000
 
 static const char *self_exe;
+/* <cgroup2>/termline-test-<runner pid>: each test's tree lives below it, and
+ * the runner removes it at the end (a failed test exits before teardown). */
+static char run_dir[600];
 
 /* ---- child programs (the test binary re-executed: a container's process
  * starts by exec inside its cgroup) ---- */
@@ -160,7 +164,7 @@ static int child_main(const char *mode, int fd)
 
 /* ---- cgroup fixture ---- */
 
-static char cg_base[1200], cg_leaf[2048], cg_other[2048];
+static char cg_base[700], cg_leaf[2048], cg_other[2048];
 static uint64_t leaf_id, other_id;
 
 static int cgroup2_mount(char *buf, size_t len)
@@ -173,11 +177,11 @@ static int cgroup2_mount(char *buf, size_t len)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		char *sep = strstr(line, " - ");
-		char mnt[1024];
+		char mnt[512];
 
 		if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
 			continue;
-		if (sscanf(line, "%*s %*s %*s %*s %1023s", mnt) == 1) {
+		if (sscanf(line, "%*s %*s %*s %*s %511s", mnt) == 1) {
 			snprintf(buf, len, "%s", mnt);
 			r = 0;
 			break;
@@ -248,6 +252,13 @@ static void remove_upwards(char *dir, const char *top)
 	}
 }
 
+static int remove_dir(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	if (type == FTW_DP && rmdir_retry(path) < 0)
+		fprintf(stderr, "test-bpf: could not remove %s: %s\n", path, strerror(errno));
+	return 0;
+}
+
 static void remove_cgroups(void)
 {
 	char path[2048];
@@ -285,7 +296,7 @@ static void setup_common(void)
 	struct tl_bpf_config cfg = { .ringbuf_bytes = ring_bytes, .force_classic = use_classic,
 				     .signal_mask = signal_mask };
 	struct tl_emitter em = { .emit = collect };
-	char root[1024], err[512] = "", rel[512];
+	char err[512] = "", rel[512];
 	const char *uid = "1f6c4a5e_8a3b_4c2d_9e10_5b7f3a2c1d00";
 	const char *cid = "3b2e6f9d0c1a8e7f6b5d4c3a2918076f5e4d3c2b1a0918273645546372819a0b";
 	int r;
@@ -296,8 +307,7 @@ static void setup_common(void)
 	r = tl_bpf_new(&cfg, &bpf, err, sizeof(err));
 	ck_assert_msg(r == 0, "tl_bpf_new: %s", err);
 
-	ck_assert_int_eq(cgroup2_mount(root, sizeof(root)), 0);
-	snprintf(cg_base, sizeof(cg_base), "%s/termline-test-%d", root, (int)getpid());
+	snprintf(cg_base, sizeof(cg_base), "%s/%d", run_dir, (int)getpid());
 	ck_assert_msg(mkdir(cg_base, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", cg_base,
 		      strerror(errno));
 	snprintf(rel, sizeof(rel),
@@ -986,6 +996,7 @@ static Suite *bpf_suite(void)
 int main(int argc, char **argv)
 {
 	const char *ci = getenv("CI");
+	char root[512];
 	SRunner *sr;
 	int failed;
 
@@ -1000,9 +1011,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "test-bpf: needs root (CI=true: failing)\n");
 		return 1;
 	}
+	if (cgroup2_mount(root, sizeof(root)) < 0) {
+		fprintf(stderr, "test-bpf: no cgroup2 mount in /proc/self/mountinfo\n");
+		return 1;
+	}
+	snprintf(run_dir, sizeof(run_dir), "%s/termline-test-%d", root, (int)getpid());
+	if (mkdir(run_dir, 0755) < 0) {
+		fprintf(stderr, "test-bpf: mkdir %s: %s\n", run_dir, strerror(errno));
+		return 1;
+	}
 	sr = srunner_create(bpf_suite());
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	if (nftw(run_dir, remove_dir, 16, FTW_DEPTH | FTW_PHYS) != 0)
+		fprintf(stderr, "test-bpf: could not remove all of %s\n", run_dir);
 	return failed ? 1 : 0;
 }
