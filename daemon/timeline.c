@@ -1094,6 +1094,11 @@ static int replay_record(void *userdata, struct json_object *rec)
 #undef MAXOF
 		return 0;
 	}
+	if (strcmp(k, "gone") == 0) {
+		if (!tl->deleted && tl_time_parse(obj_str(rec, "t"), &ns) == 0)
+			start_linger(tl, ns);
+		return 0;
+	}
 	if (strcmp(k, "open") == 0) {
 		if (tl_time_parse(obj_str(rec, "opened"), &ns) == 0)
 			tl->opened_ns = ns;
@@ -1446,6 +1451,33 @@ int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, struct js
 	if (r < 0)
 		return r;
 	return timeline_set_meta(tl, meta);
+}
+
+int tl_timelines_close_missing(struct tl_timelines *t, bool (*exists)(void *ud, const char *uid),
+			       void *ud)
+{
+	char tbuf[TL_TIME_STRLEN];
+	int n = 0;
+
+	for (size_t b = 0; b < HASH_BUCKETS; b++) {
+		for (struct timeline *tl = t->buckets[b]; tl; tl = tl->hnext) {
+			struct json_object *rec;
+			int64_t now;
+
+			if (tl->deleted || exists(ud, tl->uid))
+				continue;
+			now = tl_now_real_ns();
+			rec = json_object_new_object();
+			if (rec) {
+				json_object_object_add(rec, "k", json_object_new_string("gone"));
+				json_object_object_add(rec, "t", json_object_new_string(tl_time_format(now, tbuf)));
+			}
+			journal_write(tl, rec);
+			start_linger(tl, now);
+			n++;
+		}
+	}
+	return n;
 }
 
 void tl_timelines_note_kernel_loss(struct tl_timelines *t, uint64_t dropped)

@@ -20,8 +20,10 @@
  * kept; past it, http.request and every type outside the lifecycle list of
  * DESIGN.md are folded into one "events.aggregated" entry per type, source,
  * container and second; lifecycle events are still kept up to 2 * max_events
- * entries, after which everything is dropped. Both losses are counted in the
- * document's "loss" and make it "complete": false. */
+ * entries, after which everything is dropped (except the first pod.deleted,
+ * which ends the timeline). Both losses are counted in the document's
+ * "loss" and make it "complete": false. An agent restart while a timeline
+ * is open is recorded too (loss.agentRestarts, recorder.gaps). */
 
 /* Provenance written into every document ("recorder"). Strings are copied. */
 struct tl_recorder {
@@ -63,6 +65,12 @@ int tl_timelines_add(struct tl_timelines *t, const struct tl_event *ev);
  * previous metadata of that UID (opening the timeline if needed). The
  * object is not consumed. */
 int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, struct json_object *meta);
+/* After the agent restarted, a Pod deleted while it was down never sends
+ * pod.deleted. Call this once the first Pod LIST has synced: every open
+ * timeline without a deletion whose UID exists() denies starts its linger
+ * (no event is invented; the document shows the gap). Returns how many. */
+int tl_timelines_close_missing(struct tl_timelines *t, bool (*exists)(void *ud, const char *uid),
+			       void *ud);
 /* Ring-buffer drops cannot be attributed: every open timeline is charged. */
 void tl_timelines_note_kernel_loss(struct tl_timelines *t, uint64_t dropped);
 /* fsync every journal now (shutdown). 0 or the first -errno. */

@@ -507,6 +507,41 @@ START_TEST(test_journal_replay_closes_lingering)
 }
 END_TEST
 
+static bool only_b_exists(void *ud, const char *uid)
+{
+	return strcmp(uid, UID_B) == 0;
+}
+
+/* Pods deleted while the agent was down: closed once the LIST says so. */
+START_TEST(test_close_missing_after_restart)
+{
+	struct fx f;
+	char path[PATH_MAX];
+	struct wait_file w = { path };
+	struct json_object *doc;
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+
+	fx_init(&f, 1, 0);
+	set_meta(f.t, "shop", "web-a", UID_A);
+	ck_assert_int_eq(scn_termination(f.t, UID_A, t0, false), 13);
+	ck_assert_int_eq(scn_add(f.t, UID_B, "process.exec", t0), 0);
+	tl_timelines_free(f.t);
+	fx_store(&f);
+	ck_assert_int_eq(tl_timelines_close_missing(f.t, only_b_exists, NULL), 1);
+	PATHF(path, "%s/timelines/shop/web-a_%s.json", f.dir, UID_A);
+	ck_assert(scn_run_until(f.loop, file_appears, &w));
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
+	doc = json_object_from_file(path);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_uint_eq(jlen(doc, "events"), 13);
+	ck_assert(!jbool(doc, "complete"));
+	ck_assert_int_eq(jint(doc, "loss.agentRestarts"), 1);
+	json_object_put(doc);
+	ck_assert_int_eq(scn_validate(path), 0);
+	fx_done(&f);
+}
+END_TEST
+
 static void close_one(struct fx *f, const char *name, const char *uid)
 {
 	set_meta(f->t, "shop", name, uid);
@@ -632,7 +667,7 @@ START_TEST(test_disk_full_tmpfs)
 		return;
 	}
 	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
-	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	ck_assert_int_eq(mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL), 0);
 	memset(&f, 0, sizeof(f));
 	f.dir = scn_tmpdir();
 	ck_assert_ptr_nonnull(f.dir);
@@ -689,6 +724,7 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_unknown_pod_file_name);
 	tcase_add_test(tc, test_journal_replay_after_kill);
 	tcase_add_test(tc, test_journal_replay_closes_lingering);
+	tcase_add_test(tc, test_close_missing_after_restart);
 	tcase_add_test(tc, test_retention_by_bytes);
 	tcase_add_test(tc, test_retention_by_age);
 	tcase_add_test(tc, test_unwritable_directory);

@@ -32,7 +32,7 @@ REQUIRED_FIELDS = {
     "socket.listen_closed": ["address", "port"],
     "tcp.reset_sent": ["local", "remote"],
     "tcp.reset_received": ["local", "remote"],
-    "http.request": ["requestId", "method", "path", "status", "start", "durationMs", "direction"],
+    "http.request": ["requestId", "method", "path", "status", "start", "durationMs", "direction", "responseFlags"],  # the samples come from logs
 }
 TOP = ["apiVersion", "pod", "containers", "events", "findings", "complete", "loss", "recorder"]
 
