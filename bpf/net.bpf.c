@@ -123,7 +123,10 @@ static __always_inline int handle_set_state(const struct sock *sk, int oldstate,
 		return 0;
 	if (newstate == TCP_LISTEN)
 		kind = TL_EV_LISTEN;
-	else if (oldstate == TCP_LISTEN)
+	/* A child socket is cloned from its listener with sk_state LISTEN and
+	 * then moved to SYN_RECV (inet_csk_clone_lock), which also fires this
+	 * tracepoint: only LISTEN -> CLOSE is a listener going away. */
+	else if (oldstate == TCP_LISTEN && newstate == TCP_CLOSE)
 		kind = TL_EV_LISTEN_CLOSED;
 	else if (oldstate == TCP_ESTABLISHED)
 		kind = 0;

@@ -1,2 +1,572 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-int main(void) { return 0; }
+/* termlined: the node agent. One thread, one epoll loop: the BPF ring
+ * buffer, the cgroup inotify fd, curl's sockets, the HTTP server, timers and
+ * signals all dispatch from tl_loop. Every recorded event passes through
+ * sink_emit(), which completes its attribution (cgroup id -> pod and
+ * container id -> container name), counts it, prints it for --emit-events
+ * and hands it to the timeline store. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "bpf-loader.h"
+#include "cgroup-map.h"
+#include "clock.h"
+#include "event.h"
+#include "http-server.h"
+#include "kube.h"
+#include "log.h"
+#include "loop.h"
+#include "metrics.h"
+#include "options.h"
+#include "termline-config.h"
+#include "timeline.h"
+
+/* How often the BOOTTIME->REALTIME offset is re-sampled: NTP slews move
+ * REALTIME by at most 500 ppm, i.e. 30 ms per minute. */
+#define CLOCK_RESAMPLE_MS 60000
+#define LOSS_CHECK_MS 1000
+/* A container's last events (its exit, a reset) sit in the ring buffer for
+ * up to one drain period after its cgroup is already removed, and inotify
+ * may be read first: removed cgroups stay attributable for a while. */
+#define TOMBSTONES 512
+#define TOMBSTONE_TTL_NS (60LL * 1000000000LL)
+
+struct tombstone {
+	uint64_t cgroup_id;
+	int64_t removed_ns;
+	char pod_uid[TL_UID_MAX];
+	char container_id[TL_CONTAINER_ID_MAX];
+};
+
+struct agent {
+	struct tl_options opts;
+	struct tl_loop *loop;
+	struct tl_bpf *bpf;
+	struct tl_cgroup_map *cgroups;
+	struct tl_kube *kube;
+	struct tl_timelines *timelines;
+	struct tl_http *http;
+	struct tl_timer *clock_timer;
+	struct tl_timer *loss_timer;
+	FILE *emit_out;
+	int sigfd;
+	uint64_t dropped_seen;
+	bool bpf_ready;
+	bool missing_closed;
+	char kernel[256];
+	struct tombstone tombstones[TOMBSTONES];
+	unsigned next_tombstone;
+};
+
+static void count_event(const struct tl_event *ev)
+{
+	char labels[128];
+
+	snprintf(labels, sizeof(labels), "type=\"%s\",source=\"%s\"", ev->type,
+		 tl_source_name(ev->source));
+	tl_metric_add("termline_events_total", labels, 1);
+}
+
+/* Resets of refused connections have no socket, so no cgroup: the only
+ * link to a Pod is its IP (REFERENCE.md section 5). */
+static void attribute_by_ip(struct agent *a, struct tl_event *ev)
+{
+	static const char *const keys[] = { "local", "remote" };
+
+	if (!a->kube || strncmp(ev->type, "tcp.reset_", 10) != 0)
+		return;
+	for (size_t i = 0; i < 2 && !ev->pod_uid[0]; i++) {
+		struct json_object *v;
+		char ip[64];
+		const char *s, *colon, *uid;
+		size_t len;
+
+		if (!json_object_object_get_ex(ev->fields, keys[i], &v))
+			continue;
+		s = json_object_get_string(v);
+		if (!s)
+			continue;
+		if (s[0] == '[') {
+			colon = strchr(s, ']');
+			s++;
+		} else {
+			colon = strrchr(s, ':');
+		}
+		if (!colon)
+			continue;
+		len = (size_t)(colon - s);
+		if (len == 0 || len >= sizeof(ip))
+			continue;
+		memcpy(ip, s, len);
+		ip[len] = '\0';
+		uid = tl_kube_pod_by_ip(a->kube, ip);
+		if (uid)
+			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", uid);
+	}
+}
+
+static const struct tombstone *find_tombstone(const struct agent *a, uint64_t cgroup_id)
+{
+	int64_t now = tl_now_real_ns();
+
+	for (unsigned i = 0; i < TOMBSTONES; i++) {
+		const struct tombstone *t = &a->tombstones[i];
+
+		if (t->cgroup_id == cgroup_id && now - t->removed_ns < TOMBSTONE_TTL_NS)
+			return t;
+	}
+	return NULL;
+}
+
+static void attribute(struct agent *a, struct tl_event *ev)
+{
+	if (ev->cgroup_id && !ev->pod_uid[0]) {
+		const struct tl_cgroup_info *info = tl_cgroup_map_lookup(a->cgroups, ev->cgroup_id);
+		const struct tombstone *t;
+
+		if (info && info->parsed.pod_uid[0]) {
+			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", info->parsed.pod_uid);
+			snprintf(ev->container_id, sizeof(ev->container_id), "%s",
+				 info->parsed.container_id);
+		} else if ((t = find_tombstone(a, ev->cgroup_id))) {
+			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", t->pod_uid);
+			snprintf(ev->container_id, sizeof(ev->container_id), "%s", t->container_id);
+		}
+	}
+	if (!ev->pod_uid[0])
+		attribute_by_ip(a, ev);
+	if (a->kube && ev->container_id[0] && !ev->container[0]) {
+		const char *uid = NULL, *name = NULL;
+
+		if (tl_kube_lookup_container(a->kube, ev->container_id, &uid, &name) == 0 && name)
+			snprintf(ev->container, sizeof(ev->container), "%s", name);
+	}
+}
+
+static void sink_emit(void *userdata, struct tl_event *ev)
+{
+	struct agent *a = userdata;
+
+	attribute(a, ev);
+	count_event(ev);
+	if (!ev->pod_uid[0])
+		tl_metric_add("termline_events_unattributed_total", NULL, 1);
+	if (a->emit_out) {
+		struct json_object *o = tl_event_to_json(ev, true);
+
+		if (o) {
+			fprintf(a->emit_out, "%s\n",
+				json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+									  JSON_C_TO_STRING_NOSLASHESCAPE));
+			fflush(a->emit_out);
+			json_object_put(o);
+		}
+	}
+	if (a->timelines && ev->pod_uid[0]) {
+		int r = tl_timelines_add(a->timelines, ev);
+
+		if (r < 0)
+			tl_debug("timeline: event %s for pod %s not recorded: %s", ev->type, ev->pod_uid,
+				 strerror(-r));
+	}
+	tl_event_clear(ev);
+}
+
+static void on_cgroup_added(void *userdata, const struct tl_cgroup_info *info)
+{
+	struct agent *a = userdata;
+	int r;
+
+	if (!a->bpf)
+		return;
+	r = tl_bpf_track_cgroup(a->bpf, info->cgroup_id);
+	if (r < 0)
+		tl_warn("cgroup %s: cannot track: %s", info->path, strerror(-r));
+	else
+		tl_debug("tracking cgroup %llu %s", (unsigned long long)info->cgroup_id, info->path);
+}
+
+static int pod_has_leaf(void *userdata, const struct tl_cgroup_info *info)
+{
+	const char *uid = userdata;
+
+	return (info->parsed.kind == TL_CGROUP_CONTAINER || info->parsed.kind == TL_CGROUP_SANDBOX) &&
+	       strcmp(info->parsed.pod_uid, uid) == 0;
+}
+
+static void on_cgroup_removed(void *userdata, const struct tl_cgroup_info *info)
+{
+	struct agent *a = userdata;
+	struct tombstone *t = &a->tombstones[a->next_tombstone++ % TOMBSTONES];
+
+	t->cgroup_id = info->cgroup_id;
+	t->removed_ns = tl_now_real_ns();
+	snprintf(t->pod_uid, sizeof(t->pod_uid), "%s", info->parsed.pod_uid);
+	snprintf(t->container_id, sizeof(t->container_id), "%s", info->parsed.container_id);
+	if (a->bpf) {
+		/* Whatever the container left in the ring is still attributable
+		 * now; drain it before the cgroup is forgotten. */
+		tl_bpf_drain(a->bpf);
+		tl_bpf_untrack_cgroup(a->bpf, info->cgroup_id);
+	}
+	/* Without the API server nothing says a Pod is gone; the removal of
+	 * its last container cgroup (the runtime removes them once every
+	 * process has exited) is the closest fact. */
+	if (a->opts.no_api && info->parsed.pod_uid[0] && !info->parsed.nested &&
+	    !tl_cgroup_map_foreach(a->cgroups, pod_has_leaf, (void *)info->parsed.pod_uid)) {
+		struct tl_event ev;
+
+		if (tl_event_init(&ev, TL_SRC_KERNEL, "pod.cgroups_removed", t->removed_ns) == 0) {
+			snprintf(ev.pod_uid, sizeof(ev.pod_uid), "%s", info->parsed.pod_uid);
+			tl_event_set_str(&ev, "cgroup", info->path);
+			sink_emit(a, &ev);
+		}
+	}
+}
+
+static void on_pod_changed(void *userdata, const char *uid)
+{
+	struct agent *a = userdata;
+	struct json_object *meta;
+
+	if (!a->timelines || !a->kube)
+		return;
+	meta = tl_kube_pod_meta(a->kube, uid);
+	if (!meta)
+		return;
+	/* The API only knows container IDs; the cgroup map knows their ids. */
+	struct json_object *containers;
+
+	if (json_object_object_get_ex(meta, "containers", &containers)) {
+		size_t n = json_object_array_length(containers);
+
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *c = json_object_array_get_idx(containers, i), *id;
+			const struct tl_cgroup_info *info;
+
+			if (!json_object_object_get_ex(c, "containerID", &id) ||
+			    !json_object_get_string(id))
+				continue;
+			info = tl_cgroup_map_lookup_container(a->cgroups, json_object_get_string(id));
+			if (info)
+				json_object_object_add(c, "cgroupId",
+						       json_object_new_int64((int64_t)info->cgroup_id));
+		}
+	}
+	/* Resets of refused connections carry only addresses: let the kernel
+	 * keep those that involve a Pod IP of this node. */
+	struct json_object *pod, *ip;
+
+	if (a->bpf && json_object_object_get_ex(meta, "pod", &pod) &&
+	    json_object_object_get_ex(pod, "ip", &ip) && json_object_get_string_len(ip) > 0)
+		tl_bpf_track_ip(a->bpf, json_object_get_string(ip));
+	tl_timelines_set_pod_meta(a->timelines, uid, meta);
+	json_object_put(meta);
+}
+
+static void on_clock_timer(struct tl_loop *loop, struct tl_timer *t, void *ud)
+{
+	int r = tl_clock_sample(&tl_clock_global);
+
+	if (r < 0)
+		tl_warn("clock: cannot sample: %s", strerror(-r));
+}
+
+static bool pod_known(void *ud, const char *uid)
+{
+	struct agent *a = ud;
+	struct json_object *meta = tl_kube_pod_meta(a->kube, uid);
+
+	json_object_put(meta);
+	return meta != NULL;
+}
+
+static void on_loss_timer(struct tl_loop *loop, struct tl_timer *t, void *ud)
+{
+	struct agent *a = ud;
+	uint64_t dropped;
+
+	/* Pods deleted while the agent was down never send pod.deleted: once
+	 * the first LIST is in, their replayed timelines are closed. */
+	if (a->kube && a->timelines && !a->missing_closed && tl_kube_synced(a->kube)) {
+		a->missing_closed = true;
+		tl_timelines_close_missing(a->timelines, pod_known, a);
+	}
+
+	if (!a->bpf)
+		return;
+	dropped = tl_bpf_dropped_total(a->bpf);
+	if (dropped > a->dropped_seen) {
+		tl_warn("ring buffer full: %llu kernel events lost; open timelines marked incomplete",
+			(unsigned long long)(dropped - a->dropped_seen));
+		if (a->timelines)
+			tl_timelines_note_kernel_loss(a->timelines, dropped - a->dropped_seen);
+		a->dropped_seen = dropped;
+	}
+	tl_metric_set("termline_timelines_open", NULL,
+		      a->timelines ? (int64_t)tl_timelines_open_count(a->timelines) : 0);
+}
+
+static int on_signal(struct tl_loop *loop, int fd, uint32_t events, void *ud)
+{
+	struct signalfd_siginfo si;
+
+	if (read(fd, &si, sizeof(si)) != sizeof(si))
+		return 0;
+	tl_info("received %s, detaching", strsignal((int)si.ssi_signo));
+	tl_loop_quit(loop, 0);
+	return 0;
+}
+
+static bool agent_ready(void *ud)
+{
+	struct agent *a = ud;
+
+	return a->bpf_ready && (!a->kube || tl_kube_synced(a->kube));
+}
+
+static int setup_signals(struct agent *a)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+		return -errno;
+	a->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (a->sigfd < 0)
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	return tl_loop_add_io(a->loop, a->sigfd, EPOLLIN, on_signal, a);
+}
+
+static void describe_metrics(void)
+{
+	tl_metric_describe("termline_events_total", TL_METRIC_COUNTER,
+			   "Events recorded, by type and source.");
+	tl_metric_describe("termline_events_unattributed_total", TL_METRIC_COUNTER,
+			   "Events that could not be attributed to a Pod.");
+	tl_metric_describe("termline_timelines_open", TL_METRIC_GAUGE, "Timelines open now.");
+}
+
+static int agent_start(struct agent *a)
+{
+	char err[512] = "";
+	struct utsname uts;
+	int r;
+
+	if (uname(&uts) == 0)
+		snprintf(a->kernel, sizeof(a->kernel), "%s", uts.release);
+	describe_metrics();
+	r = tl_clock_sample(&tl_clock_global);
+	if (r < 0) {
+		tl_error("clock: %s", strerror(-r));
+		return 2;
+	}
+	r = tl_loop_new(&a->loop);
+	if (r < 0) {
+		tl_error("event loop: %s", strerror(-r));
+		return 1;
+	}
+	r = setup_signals(a);
+	if (r < 0) {
+		tl_error("signals: %s", strerror(-r));
+		return 1;
+	}
+	if (a->opts.emit_events) {
+		if (strcmp(a->opts.emit_events, "-") == 0) {
+			a->emit_out = stdout;
+		} else {
+			a->emit_out = fopen(a->opts.emit_events, "ae");
+			if (!a->emit_out) {
+				tl_error("--emit-events %s: %s", a->opts.emit_events, strerror(errno));
+				return 2;
+			}
+		}
+	}
+
+	/* The API client first: a kubeconfig error is the user's to fix and
+	 * must not wait behind BPF loading. */
+	if (!a->opts.no_api) {
+		struct tl_kube_config kc = {
+			.kubeconfig = a->opts.kubeconfig,
+			.node = a->opts.node,
+		};
+		struct tl_kube_callbacks cb = {
+			.pod_changed = on_pod_changed,
+			.userdata = a,
+		};
+		struct tl_emitter emit = { .emit = sink_emit, .userdata = a };
+
+		if (!a->opts.node || !a->opts.node[0]) {
+			tl_error("no node name: set --node or $NODE_NAME (or run with --no-api)");
+			return 2;
+		}
+		r = tl_kube_new(&kc, a->loop, &emit, &a->kube, err, sizeof(err));
+		if (r < 0) {
+			tl_error("%s", err[0] ? err : strerror(-r));
+			return 2;
+		}
+		tl_kube_set_callbacks(a->kube, &cb);
+	}
+
+	{
+		struct tl_bpf_config bc = {
+			.ringbuf_bytes = a->opts.ringbuf_kib * 1024u,
+			.signal_mask = a->opts.signal_mask,
+		};
+		struct tl_emitter emit = { .emit = sink_emit, .userdata = a };
+
+		r = tl_bpf_new(&bc, &a->bpf, err, sizeof(err));
+		if (r < 0) {
+			tl_error("%s", err[0] ? err : strerror(-r));
+			return 2;
+		}
+		r = tl_bpf_attach_loop(a->bpf, a->loop, &emit);
+		if (r < 0) {
+			tl_error("ring buffer: %s", strerror(-r));
+			return 2;
+		}
+		for (const char *const *p = tl_bpf_probe_names(a->bpf); p && *p; p++)
+			tl_info("probe attached: %s", *p);
+	}
+
+	{
+		struct tl_cgroup_map_callbacks cb = {
+			.added = on_cgroup_added,
+			.removed = on_cgroup_removed,
+			.userdata = a,
+		};
+
+		r = tl_cgroup_map_new(a->opts.cgroup_root, &cb, &a->cgroups);
+		if (r < 0) {
+			tl_error("cgroup2: %s%s%s", a->opts.cgroup_root ? a->opts.cgroup_root : "",
+				 a->opts.cgroup_root ? ": " : "",
+				 r == -ENOENT ? "no cgroup2 mount found in /proc/self/mountinfo"
+					      : strerror(-r));
+			return 2;
+		}
+		r = tl_cgroup_map_attach(a->cgroups, a->loop);
+		if (r < 0) {
+			tl_error("cgroup2 %s: %s", tl_cgroup_map_root(a->cgroups), strerror(-r));
+			return 2;
+		}
+		tl_info("cgroup2 root %s", tl_cgroup_map_root(a->cgroups));
+	}
+	a->bpf_ready = true;
+
+	{
+		struct tl_timelines_config tc = {
+			.state_dir = a->opts.state_dir,
+			.linger_s = a->opts.linger_s,
+			.max_events = a->opts.max_events_per_timeline,
+			.retention_bytes = a->opts.retention_bytes,
+			.retention_hours = a->opts.retention_hours,
+			.fsync_ms = a->opts.journal_fsync_ms,
+			.recorder = {
+				.agent_version = TERMLINE_VERSION,
+				.node = a->opts.node ? a->opts.node : "",
+				.kernel = a->kernel,
+				.config_digest = a->opts.config_digest,
+				.probes = tl_bpf_probe_names(a->bpf),
+				.recording_since_ns = tl_now_real_ns(),
+			},
+		};
+
+		r = tl_timelines_new(&tc, a->loop, &a->timelines);
+		if (r < 0) {
+			tl_error("state dir %s: %s", a->opts.state_dir, strerror(-r));
+			return 2;
+		}
+	}
+
+	if (a->opts.listen && a->opts.listen[0] && strcmp(a->opts.listen, "off") != 0) {
+		struct tl_http_config hc = {
+			.listen = a->opts.listen,
+			.ready = agent_ready,
+			.ud = a,
+		};
+
+		r = tl_http_new(&hc, a->loop, a->timelines, &a->http, err, sizeof(err));
+		if (r < 0) {
+			tl_error("%s", err[0] ? err : strerror(-r));
+			return 2;
+		}
+		tl_info("serving HTTP on %s (port %u)", a->opts.listen, tl_http_port(a->http));
+	}
+
+	r = tl_loop_add_timer(a->loop, CLOCK_RESAMPLE_MS, CLOCK_RESAMPLE_MS, on_clock_timer, a,
+			      &a->clock_timer);
+	if (r >= 0)
+		r = tl_loop_add_timer(a->loop, LOSS_CHECK_MS, LOSS_CHECK_MS, on_loss_timer, a,
+				      &a->loss_timer);
+	if (r < 0) {
+		tl_error("timers: %s", strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
+static void agent_stop(struct agent *a)
+{
+	/* Drain what the kernel already recorded before detaching, so that a
+	 * clean stop loses nothing. */
+	if (a->bpf)
+		tl_bpf_drain(a->bpf);
+	tl_http_free(a->http);
+	if (a->timelines)
+		tl_timelines_flush(a->timelines);
+	tl_timelines_free(a->timelines);
+	tl_kube_free(a->kube);
+	tl_cgroup_map_free(a->cgroups);
+	tl_bpf_free(a->bpf);
+	tl_timer_free(a->clock_timer);
+	tl_timer_free(a->loss_timer);
+	if (a->sigfd >= 0) {
+		if (a->loop)
+			tl_loop_del_io(a->loop, a->sigfd);
+		close(a->sigfd);
+	}
+	tl_loop_free(a->loop);
+	if (a->emit_out && a->emit_out != stdout)
+		fclose(a->emit_out);
+	tl_options_free(&a->opts);
+}
+
+int main(int argc, char **argv)
+{
+	struct agent a = { .sigfd = -1 };
+	char err[512] = "";
+	int r;
+
+	tl_log_set_prog("termlined");
+	r = tl_options_parse(&a.opts, argc, argv, err, sizeof(err));
+	if (r == 1)
+		return 0;
+	if (r < 0) {
+		fprintf(stderr, "termlined: %s\n", err[0] ? err : strerror(-r));
+		return 2;
+	}
+	tl_log_set_level(a.opts.log_level);
+	r = agent_start(&a);
+	if (r == 0) {
+		tl_info("termlined %s running on node %s", TERMLINE_VERSION,
+			a.opts.node && a.opts.node[0] ? a.opts.node : "(unnamed)");
+		r = tl_loop_run(a.loop);
+		if (r < 0) {
+			tl_error("event loop: %s", strerror(-r));
+			r = 1;
+		}
+	}
+	agent_stop(&a);
+	return r;
+}

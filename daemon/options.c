@@ -157,7 +157,8 @@ static const struct {
     {"IO", SIGIO},     {"POLL", SIGPOLL},     {"PWR", SIGPWR},	 {"SYS", SIGSYS},
 };
 
-#define SIGBIT(s) (UINT64_C(1) << (s))
+/* Same layout as the BPF filter (TL_SIG_BIT in bpf/include/termline-events.h): bit signo - 1. */
+#define SIGBIT(s) (UINT64_C(1) << ((s) - 1))
 #define DEFAULT_SIGNALS                                                                            \
 	(SIGBIT(SIGTERM) | SIGBIT(SIGKILL) | SIGBIT(SIGINT) | SIGBIT(SIGQUIT) | SIGBIT(SIGHUP) |   \
 	 SIGBIT(SIGUSR1) | SIGBIT(SIGUSR2))

@@ -512,7 +512,11 @@ static int timeline_add(struct timeline *tl, const struct tl_event *ev)
 				tl->loss.dropped++;
 		}
 	}
-	if (r > 0 && strcmp(ev->type, "pod.deleted") == 0 && !tl->deleted)
+	if (r > 0 && !tl->deleted &&
+	    (strcmp(ev->type, "pod.deleted") == 0 ||
+	     /* Without the API server (--no-api) the removal of the Pod's last
+	      * container cgroup is the only sign that it is gone. */
+	     (!tl->meta && strcmp(ev->type, "pod.cgroups_removed") == 0)))
 		start_linger(tl, ev->time_ns);
 	return r;
 }

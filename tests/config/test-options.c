@@ -19,7 +19,8 @@
 
 #define ARGV(...) ((const char *const[]){"termlined", __VA_ARGS__, NULL})
 #define ARGV0 ((const char *const[]){"termlined", NULL})
-#define SIGBIT(s) (UINT64_C(1) << (s))
+/* Same layout as the BPF filter (TL_SIG_BIT in bpf/include/termline-events.h): bit signo - 1. */
+#define SIGBIT(s) (UINT64_C(1) << ((s) - 1))
 
 static char tmpdir[256];
 static char err[512];
