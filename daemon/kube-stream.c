@@ -16,6 +16,7 @@ struct tl_kstream {
 	bool started;  /* a value has begun in the tokener */
 	bool skipping; /* discarding bytes up to the next newline */
 	size_t obj_bytes;
+	char last; /* the last byte consumed, across feeds */
 	uint64_t malformed;
 };
 
@@ -43,8 +44,13 @@ int tl_kstream_new(const struct tl_kstream_limits *limits, tl_kstream_cb cb, voi
 		free(s);
 		return -ENOMEM;
 	}
+	/* Strict: the API server writes strict JSON, and json-c's
+	 * extensions (comments) look past a value's end, which would make
+	 * a value's fate depend on the bytes after it and on chunking. */
+	json_tokener_set_flags(s->tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS);
 	s->cb = cb;
 	s->userdata = userdata;
+	s->last = '\n';
 	*ret = s;
 	return 0;
 }
@@ -63,6 +69,7 @@ void tl_kstream_reset(struct tl_kstream *s)
 	s->started = false;
 	s->skipping = false;
 	s->obj_bytes = 0;
+	s->last = '\n';
 }
 
 bool tl_kstream_partial(const struct tl_kstream *s)
@@ -100,6 +107,7 @@ int tl_kstream_feed(struct tl_kstream *s, const char *buf, size_t len)
 			used = (size_t)(nl - buf) + 1;
 			buf += used;
 			len -= used;
+			s->last = '\n';
 			s->skipping = false;
 			continue;
 		}
@@ -107,8 +115,16 @@ int tl_kstream_feed(struct tl_kstream *s, const char *buf, size_t len)
 			/* whitespace between values is not part of any value and
 			 * must not count against the next one's size */
 			if (*buf == ' ' || *buf == '\n' || *buf == '\r' || *buf == '\t') {
+				s->last = *buf;
 				buf++;
 				len--;
+				continue;
+			}
+			/* Only objects are events. A bare scalar has no end a
+			 * stream can see (is "12" followed by "3"?), so its
+			 * parse would depend on where chunks split. */
+			if (*buf != '{') {
+				kstream_drop(s);
 				continue;
 			}
 			s->started = true;
@@ -117,6 +133,19 @@ int tl_kstream_feed(struct tl_kstream *s, const char *buf, size_t len)
 		n = s->max_object - s->obj_bytes;
 		if (n > len)
 			n = len;
+		/* json-c reads a NUL byte as the end of its input, which
+		 * would make the outcome depend on chunking: a NUL is never
+		 * valid JSON text, so the line it is on is malformed. */
+		{
+			const char *nul = memchr(buf, '\0', n);
+
+			if (nul == buf) {
+				kstream_drop(s);
+				continue;
+			}
+			if (nul)
+				n = (size_t)(nul - buf);
+		}
 		obj = json_tokener_parse_ex(s->tok, buf, (int)n);
 		jerr = json_tokener_get_error(s->tok);
 		if (obj) {
@@ -126,6 +155,7 @@ int tl_kstream_feed(struct tl_kstream *s, const char *buf, size_t len)
 			json_tokener_reset(s->tok);
 			s->started = false;
 			s->obj_bytes = 0;
+			s->last = buf[used - 1];
 			buf += used;
 			len -= used;
 			r = s->cb(s->userdata, obj);
@@ -135,6 +165,7 @@ int tl_kstream_feed(struct tl_kstream *s, const char *buf, size_t len)
 			continue;
 		}
 		if (jerr == json_tokener_continue) {
+			s->last = buf[n - 1];
 			s->obj_bytes += n;
 			buf += n;
 			len -= n;
@@ -142,14 +173,22 @@ int tl_kstream_feed(struct tl_kstream *s, const char *buf, size_t len)
 				kstream_drop(s);
 			continue;
 		}
-		/* Malformed: resume at the next line. The bytes up to the
-		 * error belong to the bad line too. */
+		/* Malformed: resume at the next line. When the error is at
+		 * the first byte of a line the value began on an earlier one
+		 * (an unterminated object swallowed the newline): that line
+		 * was the bad one and this one starts afresh. */
 		used = json_tokener_get_parse_end(s->tok);
 		if (used > n)
 			used = n;
-		kstream_drop(s);
-		if (used > 0 && buf[used - 1] == '\n')
-			s->skipping = false;
+		{
+			bool at_start = s->obj_bytes == 0 && used == 0;
+			char prev = used > 0 ? buf[used - 1] : s->last;
+
+			kstream_drop(s);
+			s->last = prev;
+			if (!at_start && prev == '\n')
+				s->skipping = false;
+		}
 		buf += used;
 		len -= used;
 	}

@@ -9,7 +9,7 @@
  * object per line, or a LIST body: one object) into objects, whatever the
  * chunk boundaries. The peer controls every byte, so the size of one value
  * and the nesting depth are bounded; a value that is malformed or too large
- * is skipped up to the next newline (the API server writes one event per
+ * (or not an object) is skipped up to the next newline (the API server writes one event per
  * line) and counted, and parsing resumes there. */
 struct tl_kstream;
 
