@@ -13,7 +13,9 @@ Scenario (JSON):
    "expect": {...}}                                               # for the test
 ops: add, modify (the object replaces the stored one with the same
 metadata.uid), delete (by uid), patch (uid + "merge": dict merged in),
-fault, rotate_token, end.
+fault, rotate_token, wait_file (holds the later steps until "path" exists,
+then times them from that moment: a test releases them once real processes
+have done their part), end.
 faults: cut (next event on the resource's watch stops halfway and the
 connection drops), error410 (ERROR 410 on the watch, versions before now
 expire), list500 / list429 (next "count" LISTs fail; list429 carries
@@ -369,6 +371,10 @@ def main():
             time.sleep(delay)
         if step["op"] == "end":
             break
+        if step["op"] == "wait_file":
+            while not os.path.exists(step["path"]):
+                time.sleep(0.05)
+            t0 = time.monotonic() - step["at"] * a.time_scale
         state.apply(step)
         sys.stderr.write("kube-double: step %.2f %s %s\n" % (step["at"], step["op"],
                          step.get("fault", step.get("uid", ""))))
