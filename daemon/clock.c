@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,11 @@ int tl_time_parse(const char *s, int64_t *ret_ns)
 	tm.tm_sec = sec;
 	t = timegm(&tm);
 	if (t == (time_t)-1 && !(year == 1969 && mon == 12 && day == 31))
+		return -EINVAL;
+	/* int64 nanoseconds end in April 2262; past that a timestamp cannot
+	 * be represented and is rejected rather than wrapped. */
+	if ((int64_t)t - offset_s > INT64_MAX / 1000000000LL - 1 ||
+	    (int64_t)t - offset_s < INT64_MIN / 1000000000LL + 1)
 		return -EINVAL;
 	*ret_ns = ((int64_t)t - offset_s) * 1000000000LL + frac;
 	return 0;

@@ -42,6 +42,7 @@ END_TEST
 static const char *const bad_times[] = {
 	"", "2026", "2026-13-01T00:00:00Z", "2026-11-29T21:14:14", "2026-11-29T21:14:14.Z",
 	"2026-11-29T25:00:00Z", "2026-11-29T21:14:14Zjunk", "2026-11-29T21:14:14+1:00",
+	"2999-01-01T00:00:00Z", /* past int64 nanoseconds: rejected, not wrapped */
 };
 
 START_TEST(time_rejects)
