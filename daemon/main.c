@@ -136,6 +136,9 @@ static void attribute(struct agent *a, struct tl_event *ev)
 			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", info->parsed.pod_uid);
 			snprintf(ev->container_id, sizeof(ev->container_id), "%s",
 				 info->parsed.container_id);
+			/* The pause container has no name in the Pod spec. */
+			if (info->parsed.kind == TL_CGROUP_SANDBOX)
+				tl_event_set_bool(ev, "sandbox", true);
 		} else if ((t = find_tombstone(a, ev->cgroup_id))) {
 			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", t->pod_uid);
 			snprintf(ev->container_id, sizeof(ev->container_id), "%s", t->container_id);
@@ -232,6 +235,68 @@ static void on_cgroup_removed(void *userdata, const struct tl_cgroup_info *info)
 	}
 }
 
+struct sandbox_search {
+	const char *uid;
+	struct json_object *containers;
+	char found[4][TL_CONTAINER_ID_MAX];
+	int n;
+};
+
+static bool meta_has_container(struct json_object *containers, const char *bare_id)
+{
+	size_t n = json_object_array_length(containers);
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *id;
+		const char *s, *sep;
+
+		if (!json_object_object_get_ex(json_object_array_get_idx(containers, i), "containerID",
+					       &id) ||
+		    !(s = json_object_get_string(id)))
+			continue;
+		sep = strstr(s, "://");
+		if (strcmp(sep ? sep + 3 : s, bare_id) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int find_sandbox_leaf(void *userdata, const struct tl_cgroup_info *info)
+{
+	struct sandbox_search *ss = userdata;
+
+	if (info->parsed.kind != TL_CGROUP_CONTAINER || info->parsed.nested || info->parsed.conmon ||
+	    strcmp(info->parsed.pod_uid, ss->uid) != 0 ||
+	    meta_has_container(ss->containers, info->parsed.container_id))
+		return 0;
+	if (ss->n < 4)
+		snprintf(ss->found[ss->n++], TL_CONTAINER_ID_MAX, "%s", info->parsed.container_id);
+	return 0;
+}
+
+/* The pause container's leaf looks like any other; it is the one whose id
+ * appears in no container status. Only decidable once every container of
+ * the Pod has an id. */
+static void mark_sandbox(struct agent *a, const char *uid, struct json_object *containers)
+{
+	struct sandbox_search ss = { .uid = uid, .containers = containers };
+	size_t n = json_object_array_length(containers);
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *id;
+
+		if (!json_object_object_get_ex(json_object_array_get_idx(containers, i), "containerID",
+					       &id) ||
+		    json_object_get_string_len(id) == 0)
+			return;
+	}
+	tl_cgroup_map_foreach(a->cgroups, find_sandbox_leaf, &ss);
+	/* More than one unknown leaf means something else is going on
+	 * (a container not in the status yet): mark nothing. */
+	if (ss.n == 1 && tl_cgroup_map_mark_sandbox(a->cgroups, ss.found[0]) == 0)
+		tl_debug("pod %s: sandbox container %.12s", uid, ss.found[0]);
+}
+
 static void on_pod_changed(void *userdata, const char *uid)
 {
 	struct agent *a = userdata;
@@ -245,8 +310,11 @@ static void on_pod_changed(void *userdata, const char *uid)
 	/* The API only knows container IDs; the cgroup map knows their ids. */
 	struct json_object *containers;
 
-	if (json_object_object_get_ex(meta, "containers", &containers)) {
+	if (json_object_object_get_ex(meta, "containers", &containers) &&
+	    json_object_is_type(containers, json_type_array)) {
 		size_t n = json_object_array_length(containers);
+
+		mark_sandbox(a, uid, containers);
 
 		for (size_t i = 0; i < n; i++) {
 			struct json_object *c = json_object_array_get_idx(containers, i), *id;
@@ -553,7 +621,9 @@ int main(int argc, char **argv)
 	if (r == 1)
 		return 0;
 	if (r < 0) {
-		fprintf(stderr, "termlined: %s\n", err[0] ? err : strerror(-r));
+		/* Flag errors already name the program; file errors name the file. */
+		fprintf(stderr, "%s%s\n", strncmp(err, "termlined: ", 11) == 0 ? "" : "termlined: ",
+			err[0] ? err : strerror(-r));
 		return 2;
 	}
 	tl_log_set_level(a.opts.log_level);
