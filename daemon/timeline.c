@@ -472,6 +472,41 @@ static void start_linger(struct timeline *tl, int64_t deleted_ns)
 		tl->close_timer = NULL; /* retried by the fsync tick */
 }
 
+static bool equal_but_time(struct json_object *a, struct json_object *b)
+{
+	struct json_object *v;
+	size_t n = 0;
+
+	json_object_object_foreach(a, k, va) {
+		if (strcmp(k, "time") == 0)
+			continue;
+		if (!json_object_object_get_ex(b, k, &v) || !json_object_equal(va, v))
+			return false;
+		n++;
+	}
+	if (json_object_object_get_ex(b, "time", &v))
+		n++;
+	return (size_t)json_object_object_length(b) == n;
+}
+
+/* A restarted agent's first LIST restates the deletion and the terminated
+ * containers of a Pod that was already terminating. Both carry the API's
+ * own timestamps (deletionTimestamp, startedAt/finishedAt), so the same
+ * fields observed at another time are the fact the journal already holds;
+ * within one agent run the API side reports each of them once. */
+static bool is_restated(const struct timeline *tl, const struct tl_event *ev,
+			struct json_object *obj)
+{
+	if (!tl->loss.restarts || ev->source != TL_SRC_API ||
+	    (strcmp(ev->type, "pod.deletion_requested") != 0 &&
+	     strcmp(ev->type, "container.terminated") != 0))
+		return false;
+	for (size_t i = 0; i < tl->n; i++)
+		if (equal_but_time(tl->ev[i].obj, obj))
+			return true;
+	return false;
+}
+
 /* 1 when kept or folded (journal it), 0 when a duplicate or dropped. */
 static int timeline_add(struct timeline *tl, const struct tl_event *ev)
 {
@@ -482,7 +517,7 @@ static int timeline_add(struct timeline *tl, const struct tl_event *ev)
 	obj = tl_event_to_json(ev, false);
 	if (!obj)
 		return -ENOMEM;
-	if (is_duplicate(tl, ev->time_ns, obj)) {
+	if (is_duplicate(tl, ev->time_ns, obj) || is_restated(tl, ev, obj)) {
 		json_object_put(obj);
 		return 0;
 	}
@@ -1167,6 +1202,11 @@ static int replay_one(struct tl_timelines *t, const char *uid)
 	 * whatever happened then is unknown, so say so. */
 	tl->loss.restarts++;
 	tl->loss_journaled = (struct loss){ 0 };
+	/* The file's mtime comes from the kernel's coarse clock, up to a tick
+	 * behind the time of the last event written: no recorded event may
+	 * fall inside the gap. */
+	if (tl->n > 0 && tl->ev[tl->n - 1].time_ns > last_ns)
+		last_ns = tl->ev[tl->n - 1].time_ns;
 	gap = json_object_new_object();
 	if (gap) {
 		json_object_object_add(gap, "k", json_object_new_string("gap"));

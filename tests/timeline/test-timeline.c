@@ -507,6 +507,78 @@ START_TEST(test_journal_replay_closes_lingering)
 }
 END_TEST
 
+/* pod.deletion_requested with deletionTimestamp, or container.terminated
+ * with finishedAt = at (the API's own time of the fact). */
+static int add_api_fact(struct tl_timelines *t, const char *type, int64_t time, const char *at)
+{
+	bool deletion = strcmp(type, "pod.deletion_requested") == 0;
+	struct tl_event ev;
+	int r = scn_event(&ev, UID_A, type, time);
+
+	if (r < 0)
+		return r;
+	r = tl_event_set_str(&ev, deletion ? "deletionTimestamp" : "finishedAt", at);
+	r = r ?: tl_timelines_add(t, &ev);
+	tl_event_clear(&ev);
+	return r;
+}
+
+/* A restarted agent's first LIST restates the deletion and the terminated
+ * containers of a Pod that was terminating before the restart: the
+ * document keeps each fact once; a new run's termination is still kept. */
+START_TEST(test_restart_restated_api_facts)
+{
+	static const char *const del = "pod.deletion_requested";
+	static const char *const term = "container.terminated";
+	static const char *const t30 = "2026-01-01T00:00:30Z", *const t05 = "2026-01-01T00:00:05Z";
+	struct fx f;
+	struct json_object *doc;
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+
+	fx_init(&f, 30, 0);
+	set_meta(f.t, "shop", "web-r", UID_A);
+	ck_assert_int_eq(add_api_fact(f.t, del, t0, t30), 0);
+	ck_assert_int_eq(add_api_fact(f.t, term, t0 + SCN_S, t05), 0);
+	tl_timelines_free(f.t);
+	fx_store(&f);
+	ck_assert_int_eq(add_api_fact(f.t, del, t0 + 50 * SCN_S, t30), 0);
+	ck_assert_int_eq(add_api_fact(f.t, term, t0 + 50 * SCN_S, t05), 0);
+	ck_assert_int_eq(add_api_fact(f.t, term, t0 + 51 * SCN_S, "2026-01-01T00:00:40Z"), 0);
+	doc = get_doc(f.t, "shop", "web-r", UID_A);
+	ck_assert_uint_eq(jlen(doc, "events"), 3);
+	ck_assert_str_eq(jstr(doc, "events.0.type"), del);
+	ck_assert_str_eq(jstr(doc, "events.1.finishedAt"), t05);
+	ck_assert_str_eq(jstr(doc, "events.2.finishedAt"), "2026-01-01T00:00:40Z");
+	ck_assert_int_eq(jint(doc, "loss.agentRestarts"), 1);
+	json_object_put(doc);
+	fx_done(&f);
+}
+END_TEST
+
+/* The journal's mtime can be behind the last event it holds (coarse
+ * clock; kernel events stamped ahead of the write): the gap of a restart
+ * starts no earlier than the last recorded event. */
+START_TEST(test_restart_gap_after_last_event)
+{
+	struct fx f;
+	struct json_object *doc;
+	int64_t last = tl_now_real_ns() + 5 * SCN_S, from;
+
+	fx_init(&f, 30, 0);
+	set_meta(f.t, "shop", "web-g", UID_A);
+	ck_assert_int_eq(scn_add(f.t, UID_A, "process.exec", last - SCN_S), 0);
+	ck_assert_int_eq(scn_add(f.t, UID_A, "process.exit", last), 0);
+	tl_timelines_free(f.t);
+	fx_store(&f);
+	doc = get_doc(f.t, "shop", "web-g", UID_A);
+	ck_assert_uint_eq(jlen(doc, "recorder.gaps"), 1);
+	ck_assert_int_eq(tl_time_parse(jstr(doc, "recorder.gaps.0.from"), &from), 0);
+	ck_assert_int_ge(from, last);
+	json_object_put(doc);
+	fx_done(&f);
+}
+END_TEST
+
 static bool only_b_exists(void *ud, const char *uid)
 {
 	return strcmp(uid, UID_B) == 0;
@@ -725,6 +797,8 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_journal_replay_after_kill);
 	tcase_add_test(tc, test_journal_replay_closes_lingering);
 	tcase_add_test(tc, test_close_missing_after_restart);
+	tcase_add_test(tc, test_restart_restated_api_facts);
+	tcase_add_test(tc, test_restart_gap_after_last_event);
 	tcase_add_test(tc, test_retention_by_bytes);
 	tcase_add_test(tc, test_retention_by_age);
 	tcase_add_test(tc, test_unwritable_directory);
