@@ -92,6 +92,7 @@ struct phase_result {
 	uint64_t ops, worker_cpu_ns, wall_ns;
 	uint64_t events, attributed, drops;
 	uint64_t consumer_cpu_ns;
+	uint64_t consumer_wakeups; /* voluntary context switches: epoll waits that slept */
 	uint64_t by_kind[N_KINDS + 1]; /* kind_names, then other */
 };
 
@@ -327,10 +328,19 @@ static void reap_workers(struct bench *b, bool kill_them)
 	}
 }
 
+static uint64_t voluntary_switches(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (uint64_t)ru.ru_nvcsw;
+}
+
 static int run_phase(struct bench *b, struct phase_result *p)
 {
 	int go[2] = { -1, -1 };
-	uint64_t t0, cpu0, drops0 = 0;
+	uint64_t t0, cpu0, csw0, drops0 = 0;
 	unsigned started = 0;
 	int r = 0;
 
@@ -390,6 +400,7 @@ static int run_phase(struct bench *b, struct phase_result *p)
 	b->cur = p;
 	b->counting = true;
 	cpu0 = bench_cpu_ns();
+	csw0 = voluntary_switches();
 	t0 = bench_now_ns();
 	close(go[1]);
 	go[1] = -1;
@@ -410,6 +421,7 @@ static int run_phase(struct bench *b, struct phase_result *p)
 	}
 	p->wall_ns = bench_now_ns() - t0;
 	p->consumer_cpu_ns = bench_cpu_ns() - cpu0;
+	p->consumer_wakeups = voluntary_switches() - csw0;
 	b->counting = false;
 	p->ops = p->worker_cpu_ns = 0;
 	for (unsigned i = 0; i < b->o.workers; i++) {
@@ -574,12 +586,13 @@ static void print_row(const char *name, const struct phase_result *p)
 {
 	double secs = (double)p->wall_ns / 1e9;
 
-	printf("%-14s %9.0f %10.0f %10.0f %6.2f %8llu %9.1f %10.0f\n", name,
+	printf("%-14s %9.0f %10.0f %10.0f %6.2f %8llu %9.1f %10.0f %8.0f\n", name,
 	       div0((double)p->ops, secs), div0((double)p->worker_cpu_ns, (double)p->ops),
 	       div0((double)p->events, secs), div0((double)p->events, (double)p->ops),
 	       (unsigned long long)p->drops,
 	       div0((double)p->consumer_cpu_ns * 100.0, (double)p->wall_ns),
-	       div0((double)p->consumer_cpu_ns, (double)p->events));
+	       div0((double)p->consumer_cpu_ns, (double)p->events),
+	       div0((double)p->consumer_wakeups, secs));
 }
 
 static void sum_into(struct phase_result *sum, const struct phase_result *p)
@@ -591,6 +604,7 @@ static void sum_into(struct phase_result *sum, const struct phase_result *p)
 	sum->attributed += p->attributed;
 	sum->drops += p->drops;
 	sum->consumer_cpu_ns += p->consumer_cpu_ns;
+	sum->consumer_wakeups += p->consumer_wakeups;
 	for (size_t k = 0; k <= N_KINDS; k++)
 		sum->by_kind[k] += p->by_kind[k];
 	sum->ran = true;
@@ -603,8 +617,8 @@ static void print_report(const struct bench *b, const struct phase_result *ph, s
 	unsigned per_op = mode_events[b->o.mode];
 	double ns_base, ns_untracked, ns_tracked;
 
-	printf("\n%-14s %9s %10s %10s %6s %8s %9s %10s\n", "phase", "ops/s", "cpu ns/op",
-	       "events/s", "ev/op", "drops", "cons cpu%", "cons ns/ev");
+	printf("\n%-14s %9s %10s %10s %6s %8s %9s %10s %8s\n", "phase", "ops/s", "cpu ns/op",
+	       "events/s", "ev/op", "drops", "cons cpu%", "cons ns/ev", "wakeup/s");
 	for (size_t i = 0; i < n; i++) {
 		char name[32];
 
