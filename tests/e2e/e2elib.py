@@ -124,3 +124,153 @@ def first(events, pred, what):
         if pred(e):
             return i, e
     raise AssertionError(f"no event {what} among:\n" + "\n".join(json.dumps(e) for e in events))
+
+
+# ---- the Kubernetes API double, HTTP and Prometheus helpers ----
+
+KUBE_DOUBLE = os.path.join(SRC, "tests", "kube", "kube-double.py")
+
+
+class KubeDouble:
+    """tests/kube/kube-double.py on 127.0.0.1 with TLS (a certificate for a
+    name the URL does not carry, so tls-server-name matters), a bearer token
+    in a file it rotates, and a kubeconfig for termlined pointing at it."""
+
+    def __init__(self, workdir, scenario):
+        self.workdir = workdir
+        self.scenario_path = os.path.join(workdir, "scenario.json")
+        self.cert = os.path.join(workdir, "double.crt")
+        self.key = os.path.join(workdir, "double.key")
+        self.token_file = os.path.join(workdir, "token")
+        self.port_file = os.path.join(workdir, "double.port")
+        self.kubeconfig = os.path.join(workdir, "kubeconfig")
+        self.log_path = os.path.join(workdir, "double.log")
+        self.proc = None
+        with open(self.scenario_path, "w", encoding="utf-8") as f:
+            json.dump(scenario, f, indent=1)
+
+    def start(self):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", self.key,
+                        "-out", self.cert, "-days", "1", "-subj", "/CN=kube-double.test",
+                        "-addext", "subjectAltName=DNS:kube-double.test"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(["/usr/bin/python3", KUBE_DOUBLE, "--scenario", self.scenario_path,
+                                      "--cert", self.cert, "--key", self.key, "--token-file", self.token_file,
+                                      "--port-file", self.port_file],
+                                     stdout=self.log, stderr=self.log)
+        wait_for(lambda: self.proc.poll() is not None or os.path.exists(self.port_file), 20, "the API double")
+        if self.proc.poll() is not None:
+            raise AssertionError(f"API double exited {self.proc.returncode}: {self.read_log()}")
+        with open(self.port_file, encoding="utf-8") as f:
+            self.port = int(f.read())
+        with open(self.kubeconfig, "w", encoding="utf-8") as f:
+            f.write(f"""apiVersion: v1
+kind: Config
+current-context: e2e
+contexts:
+- name: e2e
+  context: {{cluster: double, user: agent}}
+clusters:
+- name: double
+  cluster:
+    server: https://127.0.0.1:{self.port}
+    certificate-authority: {self.cert}
+    tls-server-name: kube-double.test
+users:
+- name: agent
+  user:
+    tokenFile: {self.token_file}
+""")
+        return self
+
+    def read_log(self):
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def steps_applied(self):
+        """The scenario steps the double has carried out, as logged ("op fault-or-uid")."""
+        return [ln.split(" ", 3)[3] for ln in self.read_log().splitlines()
+                if ln.startswith("kube-double: step ") and len(ln.split(" ", 3)) == 4]
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def http_get(port, path, timeout=10):
+    """(status, body bytes, content type) of GET http://127.0.0.1:port/path; no exception on 4xx/5xx."""
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read(), r.getheader("Content-Type", "")
+    finally:
+        c.close()
+
+
+def http_json(port, path):
+    status, body, _ = http_get(port, path)
+    if status != 200:
+        raise AssertionError(f"GET {path}: {status} {body[:200]!r}")
+    return json.loads(body)
+
+
+_PROM_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+_PROM_LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
+_PROM_VALUE = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+|Inf|NaN)"
+
+
+def parse_prometheus(text):
+    """Strict parse of the Prometheus text format 0.0.4 as termlined writes
+    it: '# HELP name text' and '# TYPE name counter|gauge|...' at most once
+    per family and before its samples, every other line
+    'name{label="v",...} value'. Returns {(name, frozenset(labels)): value}."""
+    import re
+    sample = re.compile(rf"^({_PROM_NAME})(?:\{{((?:{_PROM_LABEL})(?:,{_PROM_LABEL})*)?,?\}})? ({_PROM_VALUE})(?: -?[0-9]+)?$")
+    label = re.compile(rf'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"')
+    helps, types, seen, out = set(), {}, set(), {}
+    for n, line in enumerate(text.split("\n"), 1):
+        if line == "":
+            continue
+        if line.startswith("#"):
+            m = re.match(rf"^# (HELP|TYPE) ({_PROM_NAME}) (.*)$", line)
+            if not m:
+                if line.startswith("# HELP") or line.startswith("# TYPE"):
+                    raise AssertionError(f"metrics line {n}: malformed {line!r}")
+                continue  # a plain comment
+            kind, name, rest = m.groups()
+            if kind == "HELP":
+                if name in helps:
+                    raise AssertionError(f"metrics line {n}: second HELP for {name}")
+                helps.add(name)
+            else:
+                if name in types or name in seen:
+                    raise AssertionError(f"metrics line {n}: TYPE for {name} repeated or after its samples")
+                if rest not in ("counter", "gauge", "histogram", "summary", "untyped"):
+                    raise AssertionError(f"metrics line {n}: bad type {rest!r}")
+                types[name] = rest
+            continue
+        m = sample.match(line)
+        if not m:
+            raise AssertionError(f"metrics line {n}: not 'name{{labels}} value': {line!r}")
+        name, labels, value = m.groups()
+        seen.add(name)
+        lset = frozenset(label.findall(labels or ""))
+        if len(lset) != len(label.findall(labels or "")):
+            raise AssertionError(f"metrics line {n}: repeated label: {line!r}")
+        if (name, lset) in out:
+            raise AssertionError(f"metrics line {n}: duplicate series: {line!r}")
+        out[(name, lset)] = float(value)
+    return out
+
+
+def metric_series(samples, name, **labels):
+    """[(labels dict, value)] of the series of name whose labels include these."""
+    want = set(labels.items())
+    return [(dict(ls), v) for (n, ls), v in samples.items() if n == name and want <= set(ls)]
