@@ -233,7 +233,7 @@ def parse_prometheus(text):
     'name{label="v",...} value'. Returns {(name, frozenset(labels)): value}."""
     import re
     sample = re.compile(rf"^({_PROM_NAME})(?:\{{((?:{_PROM_LABEL})(?:,{_PROM_LABEL})*)?,?\}})? ({_PROM_VALUE})(?: -?[0-9]+)?$")
-    label = re.compile(rf'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"')
+    label = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"')
     helps, types, seen, out = set(), {}, set(), {}
     for n, line in enumerate(text.split("\n"), 1):
         if line == "":

@@ -34,7 +34,7 @@ import e2elib as E  # noqa: E402
 NODE = "node-e2e"
 NAMESPACE = "shop"
 SERVICE = "web"
-GRACE = 3
+GRACE = 3  # --crash: 6, room to hold the kubelet between its SIGTERM and its SIGKILL
 LINGER = 2
 PROXY_EXIT = 137  # what the kubelet reports for a container killed by SIGKILL
 WAIT = 60  # generous: a failure to converge, not a timing assertion
@@ -200,6 +200,21 @@ def canon(e):
     return json.dumps({k: v for k, v in e.items() if k not in ("podUid", "containerId")}, sort_keys=True)
 
 
+def journal_events(path):
+    """The events of a timeline journal (complete lines of kind "ev")."""
+    out = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for ln in f:
+                if ln.endswith("\n"):
+                    rec = json.loads(ln)
+                    if rec.get("k") == "ev":
+                        out.append(rec["e"])
+    except FileNotFoundError:
+        pass
+    return out
+
+
 def canon_but_time(e):
     return json.dumps({k: v for k, v in e.items() if k not in ("podUid", "containerId", "time")}, sort_keys=True)
 
@@ -343,7 +358,7 @@ def check_bad_config(work):
     r = subprocess.run([E.TERMLINED, "--config", bad], capture_output=True, text=True, timeout=30)
     lines = r.stderr.strip().split("\n")
     assert r.returncode == 2, (r.returncode, r.stderr)
-    assert len(lines) == 1 and bad in lines[0] and ":3" in lines[0] and "lingr" in lines[0], r.stderr
+    assert len(lines) == 1 and f"{bad}:3" in lines[0] and "lingr" in lines[0], r.stderr
 
 
 def run(crash):
@@ -394,11 +409,15 @@ def run(crash):
                        "ContainersReady=False")
             wait_event(agent, uid, lambda e: e["type"] == "endpoint.condition" and not e["serving"],
                        "endpoint serving=false")
+            wait_event(agent, uid, lambda e: e["type"] == "process.exit" and e["pid"] == pids["app"], "app exit")
+            # Nothing more happens to the Pod until SIGCONT and the gate:
+            # once the journal holds all that was emitted, kill.
+            E.wait_for(lambda: {canon(e) for e in agent.events(uid)} <= {canon(e) for e in journal_events(journal)},
+                       WAIT, "the journal to catch up with --emit-events")
             agent.proc.kill()
             agent.proc.wait()
             before = agent.events(uid)
-            with open(journal, encoding="utf-8") as f:
-                journaled = [json.loads(ln)["e"] for ln in f if ln.endswith("\n") and json.loads(ln).get("k") == "ev"]
+            journaled = journal_events(journal)
             assert journaled and not [e for e in agent.events() if e.get("podUid") == uid
                                       and e["type"] == "pod.deleted"], "pod.deleted before the kill"
             agent2 = E.Agent(work, args, name="termlined-restarted").start()
@@ -498,9 +517,13 @@ def run(crash):
 
 
 def main():
+    global GRACE
     ap = argparse.ArgumentParser()
     ap.add_argument("--crash", action="store_true", help="kill the agent mid-termination and restart it")
-    return run(ap.parse_args().crash)
+    crash = ap.parse_args().crash
+    if crash:
+        GRACE = 6
+    return run(crash)
 
 
 if __name__ == "__main__":
