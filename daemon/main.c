@@ -62,6 +62,7 @@ struct agent {
 	bool bpf_ready;
 	bool missing_closed;
 	char kernel[256];
+	char api_error[512]; /* last API error logged, to log each one once */
 	struct tombstone tombstones[TOMBSTONES];
 	unsigned next_tombstone;
 };
@@ -362,6 +363,16 @@ static void on_loss_timer(struct tl_loop *loop, struct tl_timer *t, void *ud)
 	struct agent *a = ud;
 	uint64_t dropped;
 
+	/* The API client does not log (it is a library); say each new error
+	 * once so an operator sees 401s and relists without --log-level debug. */
+	if (a->kube) {
+		const char *e = tl_kube_last_error(a->kube);
+
+		if (e && e[0] && strcmp(e, a->api_error) != 0) {
+			tl_warn("api: %s", e);
+			snprintf(a->api_error, sizeof(a->api_error), "%s", e);
+		}
+	}
 	/* Pods deleted while the agent was down never send pod.deleted: once
 	 * the first LIST is in, their replayed timelines are closed. */
 	if (a->kube && a->timelines && !a->missing_closed && tl_kube_synced(a->kube)) {

@@ -26,6 +26,16 @@ def require_root():
     sys.exit(77)
 
 
+def cgroup2_mount():
+    """The cgroup2 mount point, from /proc/self/mountinfo (fields: ... mountpoint ... - fstype)."""
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if post.split(" ")[0] == "cgroup2":
+                return pre.split(" ")[4].replace("\\040", " ")
+    raise AssertionError("no cgroup2 mount in /proc/self/mountinfo")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -19,8 +19,12 @@ def main():
     state = os.path.join(work, "state")
     prefix = f"termline-e2e-{os.getpid()}"
     simstate = os.path.join(work, "simpod")
+    # The agent maps only this test's subtree: other pods on the machine
+    # (benchmarks, other tests) must not load it or show up here.
+    root = os.path.join(E.cgroup2_mount(), prefix)
+    os.makedirs(root, exist_ok=True)
     agent = E.Agent(work, ["--no-api", "--state-dir", state, "--listen", "off", "--linger", "1",
-                           "--log-level", "debug"]).start()
+                           "--cgroup-root", root, "--log-level", "debug"]).start()
     pod = None
     try:
         pod = E.simpod("--state-dir", simstate, "create", "--prefix", prefix, "--no-netns",
@@ -32,7 +36,7 @@ def main():
         E.simpod("--state-dir", simstate, "delete")
         pod = None
         doc_path = os.path.join(state, "timelines", "_unknown", f"{uid}.json")
-        E.wait_for(lambda: os.path.exists(doc_path), 20, doc_path)
+        E.wait_for(lambda: os.path.exists(doc_path), 60, doc_path)
         evs = agent.events(uid)
         by = lambda name: [e for e in evs if e["containerId"] == ids[name]]  # noqa: E731
 
@@ -78,6 +82,10 @@ def main():
             E.simpod("--state-dir", simstate, "delete", check=False)
         agent.stop(signal.SIGKILL)
         shutil.rmtree(work, ignore_errors=True)
+        try:
+            os.rmdir(root)
+        except OSError:
+            pass
 
 
 def pod_containers(term, name):
