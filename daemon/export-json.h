@@ -31,5 +31,3 @@ struct json_object *tl_export_pod(const char *uid, struct json_object *meta);
  * partial FILE exists. 0 or -errno. */
 int tl_export_write_atomic(const char *dir, const char *file, const char *data, size_t len);
 
-/* Reads a whole file up to max bytes (-EFBIG beyond). */
-int tl_export_read_file(const char *path, size_t max, char **ret, size_t *ret_len);

@@ -16,6 +16,7 @@
 #include <yaml.h>
 
 #include "clock.h"
+#include "fileio.h"
 #include "kubeconfig.h"
 #include "loop.h"
 
@@ -45,70 +46,6 @@ static void kc_err(char *err, size_t errlen, const char *source, const char *key
 		snprintf(err, errlen, "kubeconfig %s: key %s: %s", source, key, msg);
 	else
 		snprintf(err, errlen, "kubeconfig %s: %s", source, msg);
-}
-
-/* Reads a whole file of at most max bytes; NUL-terminated. */
-static int read_file(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int fd, r = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (cap - len < 4096) {
-			size_t ncap = cap ? cap * 2 : 8192;
-			char *nb;
-
-			if (ncap > max + 1)
-				ncap = max + 1;
-			if (ncap <= len) {
-				r = -EFBIG;
-				goto out;
-			}
-			nb = realloc(buf, ncap + 1);
-			if (!nb) {
-				r = -ENOMEM;
-				goto out;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > max) {
-			r = -EFBIG;
-			goto out;
-		}
-	}
-	if (!buf) {
-		buf = malloc(1);
-		if (!buf) {
-			r = -ENOMEM;
-			goto out;
-		}
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	if (ret_len)
-		*ret_len = len;
-	buf = NULL;
-out:
-	free(buf);
-	close(fd);
-	return r;
 }
 
 static const char *errstr(int r)
@@ -710,7 +647,7 @@ int tl_kubeconfig_load(const char *path, struct tl_kubeconfig **ret, char *err, 
 
 	if (err && errlen)
 		err[0] = '\0';
-	r = read_file(path, KC_MAX_FILE, &buf, &len);
+	r = tl_read_file(path, KC_MAX_FILE, &buf, &len);
 	if (r < 0) {
 		kc_err(err, errlen, path, NULL, "cannot read: %s", errstr(r));
 		return r;
@@ -834,7 +771,7 @@ static int read_token(const char *path, char **ret)
 {
 	char *buf, *end;
 	size_t len;
-	int r = read_file(path, KC_MAX_TOKEN, &buf, &len);
+	int r = tl_read_file(path, KC_MAX_TOKEN, &buf, &len);
 
 	if (r < 0)
 		return r;

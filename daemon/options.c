@@ -26,6 +26,7 @@
 #include <openssl/evp.h>
 #include <yaml.h>
 
+#include "fileio.h"
 #include "options.h"
 #include "termline-config.h"
 
@@ -782,54 +783,15 @@ out:
 static int read_file(const char *open_path, const char *path, char **ret, size_t *ret_len,
 		     char *err, size_t errlen)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	struct stat st;
-	int fd, r;
+	int r = tl_read_file(open_path, CONFIG_MAX_BYTES, ret, ret_len);
 
-	fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return fail(err, errlen, "config %s: cannot read: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		r = fail(err, errlen, "config %s: cannot read: %s", path, strerror(errno));
-		goto out;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		r = fail(err, errlen, "config %s: cannot read: %s", path, strerror(EISDIR));
-		goto out;
-	}
-	buf = malloc(CONFIG_MAX_BYTES + 1);
-	if (!buf) {
-		r = -ENOMEM;
-		goto out;
-	}
-	/* Read up to one byte past the cap to tell "exactly full" from "too big". */
-	while (len <= CONFIG_MAX_BYTES) {
-		ssize_t n = read(fd, buf + len, CONFIG_MAX_BYTES + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = fail(err, errlen, "config %s: cannot read: %s", path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > CONFIG_MAX_BYTES) {
-		r = fail(err, errlen, "config %s: larger than %d KiB", path,
-			 CONFIG_MAX_BYTES / 1024);
-		goto out;
-	}
-	*ret = buf;
-	*ret_len = len;
-	buf = NULL;
-	r = 0;
-out:
-	free(buf);
-	close(fd);
-	return r;
+	if (r == -EFBIG)
+		return fail(err, errlen, "config %s: larger than %d KiB", path, CONFIG_MAX_BYTES / 1024);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return fail(err, errlen, "config %s: cannot read: %s", path, strerror(-r));
+	return 0;
 }
 
 /* The accepted shape is one document holding one flat mapping whose values

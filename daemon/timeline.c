@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "export-json.h"
+#include "fileio.h"
 #include "journal.h"
 #include "metrics.h"
 #include "timeline.h"
@@ -1649,6 +1650,6 @@ int tl_timelines_get(struct tl_timelines *t, const char *ns, const char *name, c
 		return r;
 	}
 	if (best_closed)
-		return tl_export_read_file(best_closed->path, DOC_READ_MAX, ret, ret_len);
+		return tl_read_file(best_closed->path, DOC_READ_MAX, ret, ret_len);
 	return -ENOENT;
 }
