@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -595,6 +597,60 @@ static int agent_start(struct agent *a)
 	return 0;
 }
 
+/* Once the programs are attached, tracefs is mounted and the port is bound,
+ * the agent needs only CAP_BPF (map updates as cgroups come and go: before
+ * Linux 6.5 every bpf() command checks it when unprivileged BPF is off) and
+ * CAP_DAC_READ_SEARCH (kubelet's pod log directories). Everything else —
+ * CAP_PERFMON, CAP_SYS_ADMIN, CAP_DAC_OVERRIDE, ... — is dropped for good,
+ * from the effective, permitted, inheritable, ambient and bounding sets. */
+static int drop_capabilities(void)
+{
+	cap_value_t keep[2] = { CAP_BPF, CAP_DAC_READ_SEARCH };
+	cap_t caps;
+	int r = 0;
+
+	/* Kernels before 5.8 have no CAP_BPF: there BPF needs CAP_SYS_ADMIN. */
+	if (!CAP_IS_SUPPORTED(CAP_BPF))
+		keep[0] = CAP_SYS_ADMIN;
+	for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++) {
+		if (c == keep[0] || c == keep[1] || !CAP_IS_SUPPORTED(c))
+			continue;
+		/* Needs CAP_SETPCAP, which a DaemonSet does not grant; its
+		 * bounding set is already the runtime's. */
+		if (cap_drop_bound(c) < 0 && errno != EPERM)
+			return -errno;
+	}
+	if (cap_reset_ambient() < 0 && errno != EINVAL)
+		return -errno;
+	caps = cap_init();
+	if (!caps)
+		return -errno;
+	if (cap_set_flag(caps, CAP_PERMITTED, 2, keep, CAP_SET) < 0 ||
+	    cap_set_flag(caps, CAP_EFFECTIVE, 2, keep, CAP_SET) < 0)
+		r = -errno;
+	/* A capability the process never had cannot be kept: retry with what
+	 * is actually there. */
+	if (r == 0 && cap_set_proc(caps) < 0) {
+		cap_t cur = cap_get_proc();
+		cap_flag_value_t v;
+
+		cap_clear(caps);
+		for (int i = 0; cur && i < 2; i++) {
+			if (cap_get_flag(cur, keep[i], CAP_PERMITTED, &v) == 0 && v == CAP_SET) {
+				cap_set_flag(caps, CAP_PERMITTED, 1, &keep[i], CAP_SET);
+				cap_set_flag(caps, CAP_EFFECTIVE, 1, &keep[i], CAP_SET);
+			}
+		}
+		cap_free(cur);
+		if (cap_set_proc(caps) < 0)
+			r = -errno;
+	}
+	cap_free(caps);
+	if (r == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		r = -errno;
+	return r;
+}
+
 static void agent_stop(struct agent *a)
 {
 	/* Drain what the kernel already recorded before detaching, so that a
@@ -640,6 +696,12 @@ int main(int argc, char **argv)
 	tl_log_set_level(a.opts.log_level);
 	r = agent_start(&a);
 	if (r == 0) {
+		int c = drop_capabilities();
+
+		if (c < 0)
+			tl_warn("cannot drop capabilities: %s", strerror(-c));
+		else
+			tl_debug("capabilities reduced to BPF and DAC_READ_SEARCH");
 		tl_info("termlined %s running on node %s", TERMLINE_VERSION,
 			a.opts.node && a.opts.node[0] ? a.opts.node : "(unnamed)");
 		r = tl_loop_run(a.loop);

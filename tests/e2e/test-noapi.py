@@ -27,6 +27,14 @@ def main():
                            "--cgroup-root", root, "--log-level", "debug"]).start()
     pod = None
     try:
+        # Least privilege: after start-up only CAP_BPF (39) and
+        # CAP_DAC_READ_SEARCH (2) are left, in every set, and no new ones
+        # can be gained. The Pod below is tracked after this drop.
+        status = dict(l.split(":\t", 1) for l in open(f"/proc/{agent.proc.pid}/status").read().splitlines() if ":\t" in l)
+        want = (1 << 39) | (1 << 2)
+        for key in ("CapEff", "CapPrm", "CapBnd"):
+            assert int(status[key], 16) == want, f"{key} {status[key]} != {want:016x}"
+        assert int(status["CapAmb"], 16) == 0 and status["NoNewPrivs"].strip() == "1", status
         pod = E.simpod("--state-dir", simstate, "create", "--prefix", prefix, "--no-netns",
                        "--app-port", str(E.free_port()), "--proxy-port", str(E.free_port()),
                        "--drain-seconds", "10", "--app-stop-delay", "0.5")
