@@ -21,7 +21,10 @@ connection drops), error410 (ERROR 410 on the watch, versions before now
 expire), list500 / list429 (next "count" LISTs fail; list429 carries
 "retryAfter"), list410 (next continued LIST page gets 410), garbage (bytes
 that are not JSON on the stream), drip (next "count" events sent one byte per
-chunk), eof (the watch ends cleanly).
+chunk), eof (the watch ends cleanly). A LIST fault may carry "then": a step
+applied the moment the failing answer is sent (a change that lands between
+two attempts of one LIST).
+WATCH applies the same field and label selectors as LIST.
 """
 import argparse
 import copy
@@ -215,6 +218,8 @@ class Handler(BaseHTTPRequestHandler):
             lf = st.list_faults[res]
             if lf and not (lf[0]["fault"] == "list410" and not q.get("continue")):
                 fault = lf.pop(0)
+            if fault and fault.get("then"):
+                st.apply(fault["then"])
             if fault and fault["fault"] == "list500":
                 self.send_json(500, status(500, "InternalError", "injected"))
                 return
@@ -247,6 +252,10 @@ class Handler(BaseHTTPRequestHandler):
     def watch(self, res, q):
         st = self.server.state
         since = int(q.get("resourceVersion") or 0)
+        fsel, lsel = q.get("fieldSelector"), q.get("labelSelector")
+
+        def mine(e):
+            return e[0] > since and e[1] == res and selector_match(e[3], fsel, lsel)
         timeout = float(q.get("timeoutSeconds") or 300)
         bookmarks = q.get("allowWatchBookmarks") == "true"
         deadline = time.monotonic() + min(timeout, self.server.max_watch)
@@ -266,7 +275,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             while True:
                 with st.cv:
-                    pending = [e for e in st.log if e[0] > since and e[1] == res]
+                    pending = [e for e in st.log if mine(e)]
                     fault = st.faults[res].pop(0) if st.faults[res] else None
                     if not pending and not fault and gen == st.generation:
                         st.cv.wait(0.2)
@@ -293,9 +302,9 @@ class Handler(BaseHTTPRequestHandler):
                     if kind == "cut":
                         # wait for the next event and send only half of it
                         with st.cv:
-                            while not [e for e in st.log if e[0] > since and e[1] == res]:
+                            while not [e for e in st.log if mine(e)]:
                                 st.cv.wait(0.2)
-                            e = [e for e in st.log if e[0] > since and e[1] == res][0]
+                            e = [e for e in st.log if mine(e)][0]
                         data = json.dumps({"type": e[2], "object": e[3]}).encode() + b"\n"
                         self.chunk(data[:len(data) // 2])
                         # drop the connection without the last chunk
