@@ -293,6 +293,10 @@ static void rf_start_list(struct tl_reflector *r)
 	int k;
 
 	if (!r->cont[0]) {
+		/* A LIST that starts over abandons the pages already
+		 * delivered: they vouched for objects the new snapshot may
+		 * lack, so the consumer must start its diff afresh. */
+		r->list_in_progress = false;
 		r->stats.lists++;
 		if (r->stats.lists > 1) {
 			r->stats.relists++;

@@ -17,7 +17,9 @@
  * The consumer owns the cache. A LIST (first or re-) is delivered as
  * list_begin, list_item for every object, list_end once the last page
  * arrived: the consumer diffs each item against its cache and, at
- * list_end, treats whatever it did not see as deleted. */
+ * list_end, treats whatever it did not see as deleted. A LIST that fails
+ * after some pages starts over with a new list_begin (the abandoned one gets
+ * no list_end). */
 struct tl_reflector;
 
 struct tl_reflector_ops {
