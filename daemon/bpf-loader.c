@@ -484,15 +484,65 @@ static void format_endpoint(uint16_t family, const uint8_t addr[16], uint16_t po
 		snprintf(buf, len, "%s:%u", ip, port);
 }
 
-static void copy_comm(char dst[TL_COMM_LEN + 1], const uint8_t src[TL_COMM_LEN])
+/* Length of the well-formed UTF-8 sequence (RFC 3629) at s, or 0. */
+static size_t utf8_seq_len(const uint8_t *s, size_t n)
 {
-	memcpy(dst, src, TL_COMM_LEN);
-	dst[TL_COMM_LEN] = '\0';
+	size_t len, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	/* Overlong forms, UTF-16 surrogates and code points past U+10FFFF. */
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return len;
+}
+
+/* Comm and exec file names are whatever bytes the container chose, and the
+ * kernel cuts comm at 15 bytes, possibly inside a character: JSON must be
+ * UTF-8, so each byte that is not part of a well-formed sequence becomes
+ * U+FFFD. dst holds 3 * srclen + 1 bytes; src ends at its first NUL. */
+static void copy_utf8(char *dst, const uint8_t *src, size_t srclen)
+{
+	size_t i = 0, o = 0, n = strnlen((const char *)src, srclen);
+
+	while (i < n) {
+		size_t len = utf8_seq_len(src + i, n - i);
+
+		if (len) {
+			memcpy(dst + o, src + i, len);
+			o += len;
+			i += len;
+		} else {
+			memcpy(dst + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+	}
+	dst[o] = '\0';
+}
+
+static void copy_comm(char dst[3 * TL_COMM_LEN + 1], const uint8_t src[TL_COMM_LEN])
+{
+	copy_utf8(dst, src, TL_COMM_LEN);
 }
 
 static int fill_fields(struct tl_event *ev, const struct tl_ev_header *h, const void *data)
 {
-	char comm[TL_COMM_LEN + 1], s[64], s2[64];
+	char comm[3 * TL_COMM_LEN + 1], s[64], s2[64];
 	int r = 0;
 
 	copy_comm(comm, h->comm);
@@ -516,10 +566,9 @@ static int fill_fields(struct tl_event *ev, const struct tl_ev_header *h, const 
 	}
 	case TL_EV_EXEC: {
 		const struct tl_ev_exec *e = data;
-		char filename[TL_FILENAME_LEN + 1];
+		char filename[3 * TL_FILENAME_LEN + 1];
 
-		memcpy(filename, e->filename, TL_FILENAME_LEN);
-		filename[TL_FILENAME_LEN] = '\0';
+		copy_utf8(filename, e->filename, TL_FILENAME_LEN);
 		r = r ?: tl_event_set_int(ev, "pid", h->tgid);
 		r = r ?: tl_event_set_str(ev, "comm", comm);
 		r = r ?: tl_event_set_str(ev, "filename", filename);

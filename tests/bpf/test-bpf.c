@@ -639,6 +639,34 @@ START_TEST(exec_in_container)
 }
 END_TEST
 
+/* A container names its executable as it likes, and the kernel cuts comm at
+ * 15 bytes inside a character: the event's strings are UTF-8 anyway, with
+ * U+FFFD for every byte that is not part of a well-formed sequence. */
+START_TEST(exec_non_utf8_name)
+{
+	static const char name[] = "tl-x\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xff";
+	char dir[] = "/tmp/termline-test-XXXXXX", path[128], want[160];
+	int ex, exe, status;
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ck_assert_int_eq(symlink("/bin/sh", path), 0);
+	pid = spawn_in(cg_leaf, path, NULL);
+	status = wait_exit(pid);
+	unlink(path);
+	rmdir(dir);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+	ex = wait_for("process.exit", "pid", pid);
+	exe = find_from(0, "process.exec", "pid", pid);
+	assert_kernel_event(exe, leaf_id);
+	snprintf(want, sizeof(want), "%s/tl-x\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xef\xbf\xbd", dir);
+	ck_assert_str_eq(field_str(&events[exe], "filename"), want);
+	ck_assert_str_eq(field_str(&events[exe], "comm"), "tl-x\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xef\xbf\xbd");
+	assert_exit(ex, pid, "tl-x\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xef\xbf\xbd", 3, 0);
+}
+END_TEST
+
 static void check_listener(const char *mode, const char *address)
 {
 	int fd, open_i, close_i;
@@ -941,6 +969,7 @@ static void add_cases(TCase *tc)
 	tcase_add_test(tc, sigterm_to_pid1_is_ignored);
 	tcase_add_test(tc, sigkill);
 	tcase_add_test(tc, exec_in_container);
+	tcase_add_test(tc, exec_non_utf8_name);
 	tcase_add_test(tc, listener_open_close);
 	tcase_add_test(tc, reset_sent);
 	tcase_add_test(tc, reset_received);
