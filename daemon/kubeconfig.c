@@ -844,7 +844,7 @@ static int run_exec(const struct tl_kube_exec *e, char **ret_out, char *msg, siz
 	pfd[1] = -1;
 	/* Credential plugins are short-lived; a hung one must not hang us
 	 * forever. */
-	deadline = tl_now_mono_ms() + KC_EXEC_TIMEOUT_MS;
+	deadline = tl_now_mono_ms() + (uint64_t)(e->timeout_ms > 0 ? e->timeout_ms : KC_EXEC_TIMEOUT_MS);
 	out = malloc(KC_MAX_EXEC_OUTPUT + 1);
 	if (!out) {
 		r = -ENOMEM;
@@ -886,11 +886,27 @@ static int run_exec(const struct tl_kube_exec *e, char **ret_out, char *msg, siz
 		}
 	}
 	out[len] = '\0';
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
+	/* Closing stdout is not exiting: a plugin that lingers after its
+	 * output is held to the same deadline. */
+	for (;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		uint64_t now;
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
 			r = -errno;
 			goto out;
 		}
+		now = tl_now_mono_ms();
+		if (now >= deadline) {
+			snprintf(msg, msglen, "%s timed out", e->command);
+			r = -ETIMEDOUT;
+			goto out;
+		}
+		poll(NULL, 0, deadline - now < 10 ? (int)(deadline - now) : 10);
 	}
 	pid = -1;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {

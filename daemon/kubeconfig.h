@@ -13,6 +13,7 @@ struct tl_kube_exec {
 	char **argv;  /* NULL-terminated, argv[0] = command */
 	char **env;   /* NULL-terminated "NAME=value" added to ours */
 	char *api_version;
+	int timeout_ms; /* the whole run, output and exit; 0 = 30 s */
 };
 
 /* Credentials in force; owned by the tl_kubeconfig. */

@@ -106,6 +106,7 @@ static const char plugin[] =
 	"\"clientKeyData\":\"PEMKEY\"}}';;\n"
 	"bad) echo 'not json';;\n"
 	"fail) exit 1;;\n"
+	"linger) echo '{\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\"}}'; exec >&-; exec sleep 30;;\n"
 	"esac\n";
 
 static int count_runs(void)
@@ -329,6 +330,16 @@ START_TEST(test_exec_failures)
 		ck_assert_msg(strstr(err, "key users[0].user.exec: "), "%s", err);
 		tl_kubeconfig_free(kc);
 	}
+	/* a plugin that closes its output but does not exit is held to the
+	 * deadline, not waited for (the daemon's loop would stand still) */
+	kc = load_yaml(HEAD CLUSTER("") USER("    exec:\n      apiVersion: v1\n"
+					    "      command: ./plugin.sh\n      args: [linger]\n"),
+		       err, sizeof(err), &r);
+	ck_assert_ptr_nonnull(kc);
+	kc->exec->timeout_ms = 300;
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), -ETIMEDOUT);
+	ck_assert_msg(strstr(err, "timed out"), "%s", err);
+	tl_kubeconfig_free(kc);
 	kc = load_yaml(HEAD CLUSTER("") USER("    exec: {apiVersion: v1, command: no-such-plugin-xyz}\n"),
 		       err, sizeof(err), &r);
 	ck_assert_ptr_nonnull(kc);
