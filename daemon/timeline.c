@@ -66,6 +66,9 @@ struct seen_container {
 
 struct loss {
 	uint64_t kernel, aggregated, dropped, disk, restarts;
+	/* Unreadable records still in the journal, already counted in disk:
+	 * the next replay meets them again and must not count them twice. */
+	uint64_t unreadable;
 };
 
 struct timeline {
@@ -87,6 +90,7 @@ struct timeline {
 	struct tl_timer *close_timer;
 	struct tl_journal *journal;
 	bool replaying;
+	uint64_t replay_bad; /* well-formed lines that were no usable record */
 };
 
 struct closed {
@@ -216,6 +220,7 @@ static struct json_object *loss_record(const struct loss *l)
 	json_object_object_add(o, "dropped", json_object_new_int64((int64_t)l->dropped));
 	json_object_object_add(o, "disk", json_object_new_int64((int64_t)l->disk));
 	json_object_object_add(o, "restarts", json_object_new_int64((int64_t)l->restarts));
+	json_object_object_add(o, "unreadable", json_object_new_int64((int64_t)l->unreadable));
 	return o;
 }
 
@@ -1108,8 +1113,10 @@ static int replay_record(void *userdata, struct json_object *rec)
 		struct tl_event ev;
 		int r;
 
-		if (!json_object_object_get_ex(rec, "e", &v) || tl_event_from_json(v, &ev) < 0)
+		if (!json_object_object_get_ex(rec, "e", &v) || tl_event_from_json(v, &ev) < 0) {
+			tl->replay_bad++;
 			return 0;
+		}
 		ev.cgroup_id = (uint64_t)obj_int(rec, "cg", 0);
 		r = timeline_add(tl, &ev);
 		tl_event_clear(&ev);
@@ -1131,6 +1138,7 @@ static int replay_record(void *userdata, struct json_object *rec)
 		MAXOF(dropped, "dropped");
 		MAXOF(disk, "disk");
 		MAXOF(restarts, "restarts");
+		MAXOF(unreadable, "unreadable");
 #undef MAXOF
 		return 0;
 	}
@@ -1171,7 +1179,7 @@ static int replay_one(struct tl_timelines *t, const char *uid)
 	struct timeline *tl;
 	struct json_object *gap;
 	struct stat st;
-	uint64_t bad = 0;
+	uint64_t bad = 0, torn;
 	int64_t last_ns;
 	int r;
 
@@ -1199,6 +1207,16 @@ static int replay_one(struct tl_timelines *t, const char *uid)
 	r = tl_journal_open(t->journal_dir, uid, &tl->journal);
 	if (r < 0)
 		note_disk_error(tl);
+	/* Records that could not be read back are lost events: count each
+	 * once. A torn last line (cut off by the open just now) is gone from
+	 * the file; the others stay and are met again at the next replay. */
+	bad += tl->replay_bad;
+	torn = tl->journal && tl_journal_bytes(tl->journal) < (uint64_t)st.st_size && bad > 0;
+	if (bad > tl->loss.unreadable) {
+		tl_metric_add(M_DISK_ERR, NULL, bad - tl->loss.unreadable);
+		tl->loss.disk += bad - tl->loss.unreadable;
+	}
+	tl->loss.unreadable = bad - torn;
 	/* The agent was not recording between its last journal write and now:
 	 * whatever happened then is unknown, so say so. */
 	tl->loss.restarts++;

@@ -483,6 +483,49 @@ START_TEST(test_journal_replay_after_kill)
 }
 END_TEST
 
+/* Journal lines that cannot be read back (damaged, or a record whose event
+ * does not decode, or a write torn by the kill) are events lost: the
+ * document counts each once in diskErrors, however often the agent
+ * restarts and meets the damaged lines again. */
+START_TEST(test_journal_unreadable_records_counted)
+{
+	static const char damage[] = "garbage{{\n{\"k\":\"ev\",\"e\":{\"time\":\"x\"}}\n{\"k\":\"ev\",\"e\":{\"ti";
+	struct fx f;
+	char path[PATH_MAX], jpath[PATH_MAX];
+	struct json_object *doc;
+	struct wait_file w = { path };
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+	int fd;
+
+	fx_init(&f, 1, 0);
+	tl_timelines_free(f.t);
+	f.t = NULL;
+	child_records_then_dies(&f, t0, false);
+	PATHF(jpath, "%s/journal/%s.jsonl", f.dir, UID_A);
+	fd = open(jpath, O_WRONLY | O_APPEND);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, damage, strlen(damage)), (ssize_t)strlen(damage));
+	close(fd);
+
+	fx_store(&f);
+	tl_timelines_free(f.t);
+	f.t = NULL;
+	fx_store(&f);
+	ck_assert_int_eq(scn_add(f.t, UID_A, "pod.deleted", t0 + 31 * SCN_S), 0);
+	PATHF(path, "%s/timelines/shop/web-4_%s.json", f.dir, UID_A);
+	ck_assert(scn_run_until(f.loop, file_appears, &w));
+	doc = json_object_from_file(path);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_uint_eq(jlen(doc, "events"), 14);
+	ck_assert_int_eq(jint(doc, "loss.diskErrors"), 3);
+	ck_assert_int_eq(jint(doc, "loss.agentRestarts"), 2);
+	ck_assert(!jbool(doc, "complete"));
+	json_object_put(doc);
+	ck_assert_int_eq(scn_validate(path), 0);
+	fx_done(&f);
+}
+END_TEST
+
 START_TEST(test_journal_replay_closes_lingering)
 {
 	struct fx f;
@@ -795,6 +838,7 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_linger_close_writes_atomically);
 	tcase_add_test(tc, test_unknown_pod_file_name);
 	tcase_add_test(tc, test_journal_replay_after_kill);
+	tcase_add_test(tc, test_journal_unreadable_records_counted);
 	tcase_add_test(tc, test_journal_replay_closes_lingering);
 	tcase_add_test(tc, test_close_missing_after_restart);
 	tcase_add_test(tc, test_restart_restated_api_facts);
