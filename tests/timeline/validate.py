@@ -104,6 +104,11 @@ def mutations(doc):
         d = copy.deepcopy(doc)
         d["events"][i]["time"] = "yesterday"
         yield f"{t} with a bad time", d
+        if t == "process.signal":
+            # The agent writes the kernel's result names, nothing else.
+            d = copy.deepcopy(doc)
+            d["events"][i]["result"] = "already_pending"
+            yield f"{t} with a result the agent never writes", d
 
 
 def check_negative(validator, paths):
