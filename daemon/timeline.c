@@ -87,6 +87,10 @@ struct timeline {
 	struct json_object *gaps; /* [{"from","to"}] or NULL */
 	bool deleted;
 	int64_t deleted_ns;
+	/* Termination began (deletion requested, or a SIGTERM/SIGKILL seen):
+	 * from entry n_at_termination on, the event budget starts afresh. */
+	bool terminating;
+	size_t n_at_termination;
 	struct tl_timer *close_timer;
 	struct tl_journal *journal;
 	bool replaying;
@@ -416,6 +420,23 @@ static int aggregate(struct timeline *tl, const struct tl_event *ev, size_t hard
 			break;
 		}
 	}
+	/* No room for a new bucket: widen the latest bucket of the same kind
+	 * to reach this event instead of losing it (sparse events, such as a
+	 * long-lived Pod's probes, would otherwise each need one). */
+	for (size_t k = 0; !a && tl->n >= hard && k < have; k++) {
+		struct agg *c = &tl->recent[(tl->n_recent - 1 - k) % AGG_RECENT];
+		struct json_object *iv;
+		int64_t span_ms;
+
+		if (c->bucket_ns > ev->time_ns || c->source != ev->source ||
+		    strcmp(c->type, ev->type) != 0 || strcmp(c->container, ev->container) != 0)
+			continue;
+		a = c;
+		span_ms = (ev->time_ns - c->bucket_ns) / 1000000 + 1;
+		if (json_object_object_get_ex(c->obj, "intervalMs", &iv) &&
+		    json_object_get_int64(iv) < span_ms)
+			json_object_set_int64(iv, span_ms);
+	}
 	if (!a) {
 		struct json_object *o;
 
@@ -513,10 +534,39 @@ static bool is_restated(const struct timeline *tl, const struct tl_event *ev,
 	return false;
 }
 
-/* 1 when kept or folded (journal it), 0 when a duplicate or dropped. */
+/* Termination is what the timeline is for: whatever a long-lived Pod
+ * accumulated before (exec probes alone make two events every few seconds),
+ * its termination gets a whole event budget of its own. */
+static bool starts_termination(const struct tl_event *ev)
+{
+	struct json_object *v;
+	int signo;
+
+	if (strcmp(ev->type, "pod.deletion_requested") == 0)
+		return true;
+	if (strcmp(ev->type, "process.signal") != 0 ||
+	    !json_object_object_get_ex(ev->fields, "signo", &v))
+		return false;
+	signo = json_object_get_int(v);
+	return signo == 15 || signo == 9;
+}
+
+static bool is_api_lifecycle(const struct tl_event *ev)
+{
+	return ev->source == TL_SRC_API && is_lifecycle(ev->type);
+}
+
+/* 1 when kept or folded (journal it), 0 when a duplicate or dropped.
+ * Before termination: up to max_events everything is kept; past it API
+ * lifecycle facts (rare) are kept up to 2 x max_events and everything else,
+ * kernel lifecycle events included, is folded per second. From termination
+ * on, counted from its start: up to max_events everything is kept, lifecycle
+ * events up to 2 x max_events, the rest folded; past that, dropped. */
 static int timeline_add(struct timeline *tl, const struct tl_event *ev)
 {
 	size_t soft = tl->store->max_events, hard = 2 * (size_t)tl->store->max_events;
+	size_t base, used;
+	bool keep_lifecycle;
 	struct json_object *obj;
 	int r;
 
@@ -528,9 +578,16 @@ static int timeline_add(struct timeline *tl, const struct tl_event *ev)
 		return 0;
 	}
 	note_container(tl, ev);
+	if (!tl->terminating && starts_termination(ev)) {
+		tl->terminating = true;
+		tl->n_at_termination = tl->n;
+	}
+	base = tl->terminating ? tl->n_at_termination : 0;
+	used = tl->n - base;
+	keep_lifecycle = tl->terminating ? is_lifecycle(ev->type) : is_api_lifecycle(ev);
 	/* The first pod.deleted is kept past every limit: it ends the timeline,
 	 * and a replay must see it too. */
-	if (tl->n < soft || (is_lifecycle(ev->type) && tl->n < hard) ||
+	if (used < soft || (keep_lifecycle && used < hard) ||
 	    (!tl->deleted && strcmp(ev->type, "pod.deleted") == 0)) {
 		r = insert_entry(tl, ev->time_ns, obj);
 		if (r < 0) {
@@ -540,11 +597,11 @@ static int timeline_add(struct timeline *tl, const struct tl_event *ev)
 		r = 1;
 	} else {
 		json_object_put(obj);
-		if (is_lifecycle(ev->type)) {
+		if (keep_lifecycle) {
 			tl->loss.dropped++;
 			r = 0;
 		} else {
-			r = aggregate(tl, ev, hard);
+			r = aggregate(tl, ev, base + hard);
 			if (r < 0)
 				return r;
 			if (r > 0)

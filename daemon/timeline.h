@@ -16,13 +16,18 @@
  * STATE/timelines/_unknown/UID.json. Open timelines are journaled under
  * STATE/journal/ and replayed by tl_timelines_new().
  *
- * Memory per timeline is bounded: up to max_events entries everything is
- * kept; past it, http.request and every type outside the lifecycle list of
- * DESIGN.md are folded into one "events.aggregated" entry per type, source,
- * container and second; lifecycle events are still kept up to 2 * max_events
- * entries, after which everything is dropped (except the first pod.deleted,
- * which ends the timeline). Both losses are counted in the document's
- * "loss" and make it "complete": false. An agent restart while a timeline
+ * Memory per timeline is bounded, and the termination is what the budget
+ * protects. Before termination: up to max_events entries everything is kept;
+ * past it API lifecycle facts are kept up to 2 * max_events and everything
+ * else (http.request, kernel events such as a long-lived Pod's probe execs)
+ * is folded into "events.aggregated" entries per type, source, container and
+ * second (when no new entry fits, the latest one of that kind is widened:
+ * its intervalMs grows). Termination (the deletion request, or a SIGTERM or
+ * SIGKILL) starts a fresh budget: max_events entries of anything, lifecycle
+ * events up to 2 * max_events, the rest folded; past that, dropped (except
+ * the first pod.deleted, which ends the timeline). Folded and dropped events
+ * are counted in the document's "loss" and make it "complete": false. An
+ * agent restart while a timeline
  * is open is recorded too (loss.agentRestarts, recorder.gaps). */
 
 /* Provenance written into every document ("recorder"). Strings are copied. */

@@ -297,13 +297,73 @@ START_TEST(test_cap_aggregates_and_counts_loss)
 	validate_doc(&f, doc, "capped.json");
 	json_object_put(doc);
 
-	/* ...up to the hard limit (2 x cap); past it they are dropped and counted. */
+	/* ...termination (from the deletion request, entry 12) has a budget of
+	 * its own: 10 more exits are all kept... */
 	for (int i = 0; i < 10; i++)
 		ck_assert_int_eq(scn_add(f.t, UID_B, "process.exit", t0 + 7 * SCN_S + i), 0);
 	doc = get_doc(f.t, "shop", "web-2", NULL);
-	ck_assert_uint_eq(jlen(doc, "events"), 20);
-	ck_assert_int_eq(jint(doc, "loss.eventsDropped"), 4);
+	ck_assert_uint_eq(jlen(doc, "events"), 24);
+	ck_assert_int_eq(jint(doc, "loss.eventsDropped"), 0);
+	json_object_put(doc);
+	/* ...up to the hard limit (2 x cap from the termination's start); past
+	 * it they are dropped and counted. */
+	for (int i = 0; i < 20; i++)
+		ck_assert_int_eq(scn_add(f.t, UID_B, "process.exit", t0 + 8 * SCN_S + i), 0);
+	doc = get_doc(f.t, "shop", "web-2", NULL);
+	ck_assert_uint_eq(jlen(doc, "events"), 12 + 20);
+	ck_assert_int_eq(jint(doc, "loss.eventsDropped"), 12);
 	validate_doc(&f, doc, "dropped.json");
+	json_object_put(doc);
+	fx_done(&f);
+}
+END_TEST
+
+/* A long-lived Pod's probes (an exec and an exit every few seconds) fill the
+ * budget long before the Pod terminates: they are folded, and every event of
+ * the termination itself is still kept one by one. */
+START_TEST(test_termination_kept_after_long_life)
+{
+	struct fx f;
+	struct json_object *doc;
+	int64_t t0 = (tl_now_real_ns() / SCN_S - 1000) * SCN_S;
+	static const char *const termination[] = {
+		"pod.deletion_requested", "process.exec",   "process.signal",
+		"socket.listen_closed",   "process.exit",   "container.terminated",
+		"endpoint.condition",     "endpoint.removed", "pod.deleted",
+	};
+	size_t n_term = sizeof(termination) / sizeof(termination[0]);
+	int64_t folded = 0;
+
+	fx_init(&f, 30, 10);
+	set_meta(f.t, "shop", "web-3", UID_B);
+	for (int i = 0; i < 300; i++)
+		ck_assert_int_eq(scn_add(f.t, UID_B, i % 2 ? "process.exit" : "process.exec",
+					 t0 + (i / 2) * 10 * SCN_S),
+				 0);
+	for (size_t i = 0; i < n_term; i++)
+		ck_assert_int_eq(scn_add(f.t, UID_B, termination[i], t0 + 2000 * SCN_S + (int64_t)i), 0);
+	doc = get_doc(f.t, "shop", "web-3", NULL);
+	ck_assert_int_eq(jint(doc, "loss.eventsDropped"), 0);
+	ck_assert_int_eq(jint(doc, "loss.eventsAggregated"), 290);
+	ck_assert(!jbool(doc, "complete"));
+	/* The last n_term entries are the termination, in order, unfolded. */
+	for (size_t i = 0; i < n_term; i++) {
+		char k[64];
+
+		snprintf(k, sizeof(k), "events.%zu.type", jlen(doc, "events") - n_term + i);
+		ck_assert_str_eq(jstr(doc, k), termination[i]);
+	}
+	for (size_t i = 0; i < jlen(doc, "events"); i++) {
+		char k[64];
+
+		snprintf(k, sizeof(k), "events.%zu.type", i);
+		if (strcmp(jstr(doc, k), "events.aggregated") != 0)
+			continue;
+		snprintf(k, sizeof(k), "events.%zu.count", i);
+		folded += jint(doc, k);
+	}
+	ck_assert_int_eq(folded, 290);
+	validate_doc(&f, doc, "long-life.json");
 	json_object_put(doc);
 	fx_done(&f);
 }
@@ -834,6 +894,7 @@ static Suite *timeline_suite(void)
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, test_order_and_dedupe);
 	tcase_add_test(tc, test_cap_aggregates_and_counts_loss);
+	tcase_add_test(tc, test_termination_kept_after_long_life);
 	tcase_add_test(tc, test_kernel_loss_marks_open_timelines);
 	tcase_add_test(tc, test_linger_close_writes_atomically);
 	tcase_add_test(tc, test_unknown_pod_file_name);
