@@ -277,6 +277,54 @@ START_TEST(test_endpoints)
 }
 END_TEST
 
+/* An endpoint that names no node (older controllers, mirrored slices) is
+ * ours by its targetRef's uid alone; absent conditions have the API's
+ * defaults: ready and serving true, terminating false. */
+#define NONODE(ip, uid, cond) \
+	"{\"addresses\":[\"" ip "\"],\"targetRef\":{\"kind\":\"Pod\",\"uid\":\"" uid "\"}," \
+	"\"conditions\":{" cond "}}"
+
+static void slice_event(const char *type, const char *eps)
+{
+	struct json_object *s = slice(eps);
+
+	tl_kpods_slice_ops.event(m, type, s);
+	json_object_put(s);
+}
+
+START_TEST(test_endpoint_by_uid_and_defaults)
+{
+	struct json_object *l[1] = { pod(UID1, "", READY_T, RUNNING, RUNNING) };
+	struct json_object *s;
+
+	list(l, 1, true);
+	tl_kpods_slice_ops.list_begin(m, true);
+	s = slice(NONODE("10.1.2.3", UID1, "") "," NONODE("10.9.9.9", UID2, ""));
+	tl_kpods_slice_ops.list_item(m, s, true);
+	json_object_put(s);
+	tl_kpods_slice_ops.list_end(m, true);
+	/* the defaults spelled out are no change */
+	slice_event("MODIFIED", NONODE("10.1.2.3", UID1, "\"ready\":true,\"serving\":true,\"terminating\":false")
+		    "," NONODE("10.9.9.9", UID2, ""));
+	ck_assert_uint_eq(json_object_array_length(events), 0);
+	/* a Pod this node does not run, named only by uid: not ours */
+	slice_event("MODIFIED", NONODE("10.1.2.3", UID1, "") "," NONODE("10.9.9.9", UID2, "\"ready\":false"));
+	ck_assert_uint_eq(json_object_array_length(events), 0);
+	slice_event("MODIFIED", NONODE("10.1.2.3", UID1, "\"ready\":false,\"terminating\":true")
+		    "," NONODE("10.9.9.9", UID2, "\"ready\":false"));
+	ck_assert_uint_eq(json_object_array_length(events), 1);
+	ck_assert_str_eq(ev_str(0, "type"), "endpoint.condition");
+	ck_assert_str_eq(ev_str(0, "podUid"), UID1);
+	ck_assert_str_eq(ev_str(0, "ready"), "false");
+	ck_assert_str_eq(ev_str(0, "serving"), "true");
+	ck_assert_str_eq(ev_str(0, "terminating"), "true");
+	slice_event("MODIFIED", NONODE("10.9.9.9", UID2, ""));
+	ck_assert_uint_eq(json_object_array_length(events), 2);
+	ck_assert_str_eq(ev_str(1, "type"), "endpoint.removed");
+	ck_assert_str_eq(ev_str(1, "podUid"), UID1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("kube-pods");
@@ -290,6 +338,7 @@ int main(void)
 	tcase_add_test(tc, test_new_pod_during_watch_reports_conditions);
 	tcase_add_test(tc, test_lookups_and_meta);
 	tcase_add_test(tc, test_endpoints);
+	tcase_add_test(tc, test_endpoint_by_uid_and_defaults);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
