@@ -4,6 +4,7 @@
  *   {"synced":true}                     once both initial LISTs are in;
  *   {"lookup":ID,"podUid":U,"container":N}  for every container.terminated
  *                                       (the id -> name join kernel events use);
+ *   {"error":MSG}                       each time the last API error changes;
  *   {"metrics":{...}}                   on SIGTERM/SIGINT, before exiting 0.
  * Usage: kube-watch-driver --kubeconfig FILE --node NAME */
 #include <errno.h>
@@ -25,6 +26,7 @@ struct driver {
 	struct tl_loop *loop;
 	struct tl_kube *kube;
 	bool synced;
+	char last_error[256];
 };
 
 static void print_json(struct json_object *o)
@@ -60,6 +62,18 @@ static void emit_cb(void *userdata, struct tl_event *ev)
 static void tick(struct tl_loop *loop, struct tl_timer *t, void *userdata)
 {
 	struct driver *d = userdata;
+	const char *e = tl_kube_last_error(d->kube);
+
+	if (strncmp(e, d->last_error, sizeof(d->last_error) - 1) != 0) {
+		struct json_object *o = json_object_new_object();
+
+		snprintf(d->last_error, sizeof(d->last_error), "%s", e);
+		if (o) {
+			json_object_object_add(o, "error", json_object_new_string(d->last_error));
+			print_json(o);
+			json_object_put(o);
+		}
+	}
 
 	if (!d->synced && tl_kube_synced(d->kube)) {
 		d->synced = true;

@@ -9,6 +9,11 @@ The command under test comes from $TERMLINE_KUBE_E2E_CMD with {kubeconfig}
 and {node} substituted; it must print events as JSON lines on stdout (the
 --emit-events - format). Readiness: a {"synced":true} line, or, when
 $TERMLINE_KUBE_E2E_READYZ is set, that URL answering 200.
+
+--check-tls first runs the command with a kubeconfig that does not name the
+double's CA: it must refuse the certificate (an {"error":...} line naming
+it) and never sync, since TLS is verified unless the kubeconfig says
+insecure-skip-tls-verify.
 """
 import argparse
 import json
@@ -41,11 +46,51 @@ def matches(want, got):
     return all(got.get(k) == v for k, v in want.items())
 
 
+KUBECONFIG = """apiVersion: v1
+kind: Config
+current-context: e2e
+contexts:
+- name: e2e
+  context: {cluster: double, user: agent}
+clusters:
+- name: double
+  cluster:
+    server: https://127.0.0.1:%d
+%s    tls-server-name: kube-double.test
+users:
+- name: agent
+  user:
+    tokenFile: %s
+"""
+
+
+def check_tls_refused(cmd_template, kubeconfig, node):
+    """The command against the double without its CA: an error about the
+    certificate must come, and no sync before it."""
+    cmd = [w.format(kubeconfig=kubeconfig, node=node) for w in shlex.split(cmd_template)]
+    agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        start = time.monotonic()
+        for line in agent.stdout:
+            o = json.loads(line)
+            if o.get("synced") or o.get("source") == "api":
+                fail("synced with a server whose certificate nothing vouches for: %r" % line)
+            if "certificate" in o.get("error", ""):
+                return
+            if time.monotonic() - start > DEADLINE_S:
+                break
+        fail("no certificate error from the command (exit %s)" % agent.poll())
+    finally:
+        agent.kill()
+        agent.wait()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--double", required=True)
     ap.add_argument("--scenario", required=True)
     ap.add_argument("--cmd", default=os.environ.get("TERMLINE_KUBE_E2E_CMD"))
+    ap.add_argument("--check-tls", action="store_true")
     a = ap.parse_args()
     if not a.cmd:
         fail("no command: set TERMLINE_KUBE_E2E_CMD or --cmd")
@@ -72,25 +117,14 @@ def main():
                 fail("API double did not start")
             time.sleep(0.05)
         port = int(open(port_file).read())
+        if a.check_tls:
+            untrusted = os.path.join(tmp, "kubeconfig-no-ca")
+            with open(untrusted, "w") as f:
+                f.write(KUBECONFIG % (port, "", token_file))
+            check_tls_refused(a.cmd, untrusted, sc["node"])
         kubeconfig = os.path.join(tmp, "kubeconfig")
         with open(kubeconfig, "w") as f:
-            f.write("""apiVersion: v1
-kind: Config
-current-context: e2e
-contexts:
-- name: e2e
-  context: {cluster: double, user: agent}
-clusters:
-- name: double
-  cluster:
-    server: https://127.0.0.1:%d
-    certificate-authority: %s
-    tls-server-name: kube-double.test
-users:
-- name: agent
-  user:
-    tokenFile: %s
-""" % (port, cert, token_file))
+            f.write(KUBECONFIG % (port, "    certificate-authority: %s\n" % cert, token_file))
         cmd = [w.format(kubeconfig=kubeconfig, node=sc["node"]) for w in shlex.split(a.cmd)]
         agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         q = queue.Queue()
