@@ -67,6 +67,13 @@ struct agent {
 	char api_error[512]; /* last API error logged, to log each one once */
 	struct tombstone tombstones[TOMBSTONES];
 	unsigned next_tombstone;
+	/* Pod IPs to take out of the kernel's reset filter once the Pod's
+	 * timeline has stopped taking late resets. */
+	struct ip_expiry {
+		char ip[64];
+		char uid[TL_UID_MAX];
+		int64_t at_ns;
+	} ip_expiry[256];
 };
 
 static void count_event(const struct tl_event *ev)
@@ -157,6 +164,64 @@ static void attribute(struct agent *a, struct tl_event *ev)
 	}
 }
 
+static const char *meta_pod_ip(struct json_object *meta)
+{
+	struct json_object *pod, *ip;
+
+	if (!meta || !json_object_object_get_ex(meta, "pod", &pod) ||
+	    !json_object_object_get_ex(pod, "ip", &ip) || json_object_get_string_len(ip) == 0)
+		return NULL;
+	return json_object_get_string(ip);
+}
+
+static void schedule_ip_untrack(struct agent *a, const char *uid)
+{
+	struct json_object *meta = tl_kube_pod_meta(a->kube, uid);
+	const char *ip = meta_pod_ip(meta);
+	struct ip_expiry *slot = NULL;
+	/* Resets can still land during the linger; a few seconds more for
+	 * the ring's drain and the API's own delay. */
+	int64_t at = tl_now_real_ns() + ((int64_t)a->opts.linger_s + 5) * 1000000000LL;
+
+	if (ip && a->bpf) {
+		for (size_t i = 0; i < sizeof(a->ip_expiry) / sizeof(a->ip_expiry[0]); i++) {
+			struct ip_expiry *e = &a->ip_expiry[i];
+
+			if (!e->ip[0] || strcmp(e->ip, ip) == 0) {
+				slot = e;
+				break;
+			}
+			if (!slot || e->at_ns < slot->at_ns)
+				slot = e;
+		}
+		/* All slots busy: the soonest-due one goes now. */
+		if (slot->ip[0] && strcmp(slot->ip, ip) != 0)
+			tl_bpf_untrack_ip(a->bpf, slot->ip);
+		snprintf(slot->ip, sizeof(slot->ip), "%s", ip);
+		snprintf(slot->uid, sizeof(slot->uid), "%s", uid);
+		slot->at_ns = at;
+	}
+	json_object_put(meta);
+}
+
+static void expire_pod_ips(struct agent *a)
+{
+	int64_t now = tl_now_real_ns();
+
+	for (size_t i = 0; a->bpf && i < sizeof(a->ip_expiry) / sizeof(a->ip_expiry[0]); i++) {
+		struct ip_expiry *e = &a->ip_expiry[i];
+		const char *owner;
+
+		if (!e->ip[0] || e->at_ns > now)
+			continue;
+		/* The IP may already belong to a new Pod of this node. */
+		owner = tl_kube_pod_by_ip(a->kube, e->ip);
+		if (!owner || strcmp(owner, e->uid) == 0)
+			tl_bpf_untrack_ip(a->bpf, e->ip);
+		e->ip[0] = '\0';
+	}
+}
+
 static void sink_emit(void *userdata, struct tl_event *ev)
 {
 	struct agent *a = userdata;
@@ -176,6 +241,8 @@ static void sink_emit(void *userdata, struct tl_event *ev)
 			json_object_put(o);
 		}
 	}
+	if (a->kube && ev->pod_uid[0] && strcmp(ev->type, "pod.deleted") == 0)
+		schedule_ip_untrack(a, ev->pod_uid);
 	if (a->timelines && ev->pod_uid[0]) {
 		int r = tl_timelines_add(a->timelines, ev);
 
@@ -334,11 +401,16 @@ static void on_pod_changed(void *userdata, const char *uid)
 	}
 	/* Resets of refused connections carry only addresses: let the kernel
 	 * keep those that involve a Pod IP of this node. */
-	struct json_object *pod, *ip;
+	const char *ip = meta_pod_ip(meta);
 
-	if (a->bpf && json_object_object_get_ex(meta, "pod", &pod) &&
-	    json_object_object_get_ex(pod, "ip", &ip) && json_object_get_string_len(ip) > 0)
-		tl_bpf_track_ip(a->bpf, json_object_get_string(ip));
+	if (a->bpf && ip) {
+		int r = tl_bpf_track_ip(a->bpf, ip);
+
+		if (r < 0) {
+			tl_metric_add("termline_pod_ip_track_errors_total", NULL, 1);
+			tl_debug("pod %s: cannot track IP %s: %s", uid, ip, strerror(-r));
+		}
+	}
 	tl_timelines_set_pod_meta(a->timelines, uid, meta);
 	json_object_put(meta);
 }
@@ -375,6 +447,8 @@ static void on_loss_timer(struct tl_loop *loop, struct tl_timer *t, void *ud)
 			snprintf(a->api_error, sizeof(a->api_error), "%s", e);
 		}
 	}
+	if (a->kube)
+		expire_pod_ips(a);
 	/* Pods deleted while the agent was down never send pod.deleted: once
 	 * the first LIST is in, their replayed timelines are closed. */
 	if (a->kube && a->timelines && !a->missing_closed && tl_kube_synced(a->kube)) {

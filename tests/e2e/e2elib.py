@@ -284,3 +284,23 @@ def metric_series(samples, name, **labels):
     """[(labels dict, value)] of the series of name whose labels include these."""
     want = set(labels.items())
     return [(dict(ls), v) for (n, ls), v in samples.items() if n == name and want <= set(ls)]
+
+
+def kernel_pod_ip_maps(ip):
+    """Ids of the loaded 'pod_ips' BPF maps (the kernel's filter for resets
+    without a socket) that hold ip, read with bpftool."""
+    import ipaddress
+    a = ipaddress.ip_address(ip)
+    key = list((ipaddress.IPv6Address("::ffff:" + ip) if a.version == 4 else a).packed)
+    out = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True, check=True).stdout
+    found = []
+    for m in json.loads(out):
+        if m.get("name") != "pod_ips":
+            continue
+        r = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(m["id"])], capture_output=True, text=True)
+        if r.returncode != 0:
+            continue  # the map went away meanwhile
+        for e in json.loads(r.stdout or "[]"):
+            if [int(b, 16) for b in e["key"]] == key:
+                found.append(m["id"])
+    return found

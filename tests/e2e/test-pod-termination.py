@@ -391,6 +391,8 @@ def run(crash):
         # the timeline is open from the first LIST on
         lst = E.http_json(port, "/v1/timelines")["timelines"]
         assert [t["state"] for t in lst if t["uid"] == uid] == ["open"], lst
+        # the Pod's IP is in the kernel's filter for resets without a socket
+        E.wait_for(lambda: E.kernel_pod_ip_maps(pod["ip"]), WAIT, f"pod IP {pod['ip']} in a pod_ips map")
 
         # The kubelet starts when it sees the deletion (served cut in half).
         wait_event(agent, uid, lambda e: e["type"] == "pod.deletion_requested", "pod.deletion_requested")
@@ -452,6 +454,11 @@ def run(crash):
             causal_order(doc, term)
             assert doc["complete"] is True and doc["loss"]["kernelEventsDropped"] == 0, doc["loss"]
             check_http(port, pod, doc_path, doc, state)
+            # The Pod's IP left the kernel's reset filter once late resets
+            # could no longer land (linger + a few seconds), so the filter
+            # does not fill up as Pods come and go.
+            E.wait_for(lambda: not E.kernel_pod_ip_maps(pod["ip"]), LINGER + 30,
+                       f"pod IP {pod['ip']} removed from the kernel's pod_ips map")
             m = check_metrics(port)
             summary = f"{len(evs)} events ({len(kern)} kernel), " \
                       f"{int(sum(v for _, v in E.metric_series(m, 'termline_relists_total')))} relists, " \
