@@ -46,6 +46,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "timeline.h"
+#include "macro.h"
 
 #define MAX_WORKERS 64
 #define OPS_PER_CLOCK_READ 16
@@ -139,7 +140,7 @@ static int worker_op_listen(void)
 	return 0;
 }
 
-static void on_usr1(int sig)
+static void on_usr1(int sig _unused_)
 {
 }
 
@@ -273,7 +274,8 @@ static void sink_emit(void *userdata, struct tl_event *ev)
 
 /* ---- loop callbacks ---- */
 
-static int on_signal(struct tl_loop *loop, int fd, uint32_t events, void *userdata)
+static int on_signal(struct tl_loop *loop _unused_, int fd, uint32_t events _unused_,
+		     void *userdata)
 {
 	struct bench *b = userdata;
 	struct signalfd_siginfo si;
@@ -283,7 +285,7 @@ static int on_signal(struct tl_loop *loop, int fd, uint32_t events, void *userda
 	return 0;
 }
 
-static int on_result(struct tl_loop *loop, int fd, uint32_t events, void *userdata)
+static int on_result(struct tl_loop *loop, int fd, uint32_t events _unused_, void *userdata)
 {
 	struct bench *b = userdata;
 	unsigned i;

@@ -29,6 +29,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "timeline.h"
+#include "macro.h"
 
 #define NS_PER_MS 1000000LL
 #define LOOP_EVERY 1024   /* run the loop's timers (fsync) every this many adds */
@@ -50,7 +51,7 @@ struct opts {
 
 static volatile sig_atomic_t interrupted;
 
-static void on_signal(int sig)
+static void on_signal(int sig _unused_)
 {
 	interrupted = 1;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bench-util.h"
+#include "macro.h"
 
 uint64_t bench_now_ns(void)
 {
@@ -64,7 +65,8 @@ int bench_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
 
 static uint64_t dir_bytes_sum;
 
-static int add_size(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static int add_size(const char *path _unused_, const struct stat *st, int type,
+		    struct FTW *ftw _unused_)
 {
 	if (type == FTW_F)
 		dir_bytes_sum += (uint64_t)st->st_size;
@@ -81,7 +83,8 @@ uint64_t bench_dir_bytes(const char *dir)
 
 static int remove_err;
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static int remove_one(const char *path, const struct stat *st _unused_, int type,
+		      struct FTW *ftw _unused_)
 {
 	int i;
 

@@ -19,6 +19,7 @@
 #include "termline-events.h"
 #include "process.skel.h"
 #include "net.skel.h"
+#include "macro.h"
 
 _Static_assert(sizeof(struct tl_ev_header) == 48, "tl_ev_header layout");
 _Static_assert(sizeof(struct tl_ev_signal) == 80, "tl_ev_signal layout");
@@ -94,6 +95,8 @@ struct tl_bpf {
 static char *capture_buf;
 static size_t capture_len;
 
+/* libbpf's print callback: fmt comes from libbpf, hence no literal. */
+__attribute__((format(printf, 2, 0)))
 static int capture_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	char line[512];
@@ -708,14 +711,16 @@ int tl_bpf_drain(struct tl_bpf *b)
 	return r;
 }
 
-static int on_ring_readable(struct tl_loop *loop, int fd, uint32_t events, void *userdata)
+static int on_ring_readable(struct tl_loop *loop _unused_, int fd _unused_,
+			    uint32_t events _unused_, void *userdata)
 {
 	struct tl_bpf *b = userdata;
 
 	return ring_buffer__consume(b->rb);
 }
 
-static void on_drain_timer(struct tl_loop *loop, struct tl_timer *timer, void *userdata)
+static void on_drain_timer(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_,
+			   void *userdata)
 {
 	struct tl_bpf *b = userdata;
 

@@ -16,6 +16,7 @@
 #include "event.h"
 #include "loop.h"
 #include "metrics.h"
+#include "macro.h"
 
 /* Events copy these into fixed fields. */
 _Static_assert(TL_CGROUP_UID_MAX <= TL_UID_MAX, "pod UID does not fit struct tl_event");
@@ -607,7 +608,8 @@ int tl_cgroup_map_process(struct tl_cgroup_map *map)
 	return rescan ? tl_cgroup_map_scan(map) : 0;
 }
 
-static int on_inotify(struct tl_loop *loop, int fd, uint32_t events, void *userdata)
+static int on_inotify(struct tl_loop *loop _unused_, int fd _unused_, uint32_t events _unused_,
+		      void *userdata)
 {
 	return tl_cgroup_map_process(userdata);
 }

@@ -12,6 +12,7 @@
 #include "export-json.h"
 #include "http-server.h"
 #include "metrics.h"
+#include "macro.h"
 
 /* Peer-controlled sizes: the per-connection memory pool bounds the request
  * line plus headers; bodies are never read (read-only API). */
@@ -189,8 +190,9 @@ static enum MHD_Result serve_timeline(struct tl_http *h, struct MHD_Connection *
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
-			      const char *method, const char *version, const char *upload_data,
-			      size_t *upload_data_size, void **con_cls)
+			      const char *method, const char *version _unused_,
+			      const char *upload_data _unused_, size_t *upload_data_size _unused_,
+			      void **con_cls _unused_)
 {
 	struct tl_http *h = cls;
 
@@ -232,7 +234,8 @@ static void reschedule(struct tl_http *h)
 		tl_timer_disarm(h->timer);
 }
 
-static int io_cb(struct tl_loop *loop, int fd, uint32_t events, void *userdata)
+static int io_cb(struct tl_loop *loop _unused_, int fd _unused_, uint32_t events _unused_,
+		 void *userdata)
 {
 	struct tl_http *h = userdata;
 
@@ -244,7 +247,7 @@ static int io_cb(struct tl_loop *loop, int fd, uint32_t events, void *userdata)
 	return 0;
 }
 
-static void timer_cb(struct tl_loop *loop, struct tl_timer *timer, void *userdata)
+static void timer_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_, void *userdata)
 {
 	struct tl_http *h = userdata;
 

@@ -11,6 +11,7 @@
 
 #include "kube-http.h"
 #include "termline-config.h"
+#include "macro.h"
 
 #define KHTTP_CONNECT_TIMEOUT_MS 10000L
 #define KHTTP_ERRBODY_MAX 512
@@ -115,7 +116,7 @@ static void process_done(struct tl_khttp *h)
 	}
 }
 
-static int io_cb(struct tl_loop *loop, int fd, uint32_t events, void *userdata)
+static int io_cb(struct tl_loop *loop _unused_, int fd, uint32_t events, void *userdata)
 {
 	struct tl_khttp *h = userdata;
 	int flags = 0, running;
@@ -132,7 +133,7 @@ static int io_cb(struct tl_loop *loop, int fd, uint32_t events, void *userdata)
 	return mc == CURLM_OK ? 0 : -EIO;
 }
 
-static void timer_cb(struct tl_loop *loop, struct tl_timer *timer, void *userdata)
+static void timer_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_, void *userdata)
 {
 	struct tl_khttp *h = userdata;
 	int running;
@@ -141,7 +142,7 @@ static void timer_cb(struct tl_loop *loop, struct tl_timer *timer, void *userdat
 	process_done(h);
 }
 
-static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+static int socket_cb(CURL *easy _unused_, curl_socket_t s, int what, void *userp, void *socketp)
 {
 	struct tl_khttp *h = userp;
 	uint32_t ev = 0;
@@ -170,7 +171,7 @@ static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *s
 	return r < 0 ? -1 : 0;
 }
 
-static int timer_fn(CURLM *multi, long timeout_ms, void *userp)
+static int timer_fn(CURLM *multi _unused_, long timeout_ms, void *userp)
 {
 	struct tl_khttp *h = userp;
 	int r;

@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "kube-pods.h"
+#include "macro.h"
 
 /* Deleted Pods stay known (for late kernel events and the timeline) until
  * forgotten; beyond this many the oldest go. */
@@ -569,7 +570,7 @@ static struct kpod *pod_apply(struct tl_kpods *m, struct json_object *obj, bool 
 	return p;
 }
 
-static void pods_list_begin(void *userdata, bool initial)
+static void pods_list_begin(void *userdata, bool initial _unused_)
 {
 	struct tl_kpods *m = userdata;
 
@@ -585,7 +586,7 @@ static void pods_list_item(void *userdata, struct json_object *obj, bool initial
 		p->mark = m->pod_gen;
 }
 
-static void pods_list_end(void *userdata, bool initial)
+static void pods_list_end(void *userdata, bool initial _unused_)
 {
 	struct tl_kpods *m = userdata;
 	struct lh_entry *e, *tmp;
@@ -779,7 +780,7 @@ static void slice_apply(struct tl_kpods *m, struct json_object *obj, bool baseli
 	slice_replace(m, slice_lookup(m, ns->uid), ns, baseline);
 }
 
-static void slices_list_begin(void *userdata, bool initial)
+static void slices_list_begin(void *userdata, bool initial _unused_)
 {
 	struct tl_kpods *m = userdata;
 
@@ -791,7 +792,7 @@ static void slices_list_item(void *userdata, struct json_object *obj, bool initi
 	slice_apply(userdata, obj, initial);
 }
 
-static void slices_list_end(void *userdata, bool initial)
+static void slices_list_end(void *userdata, bool initial _unused_)
 {
 	struct tl_kpods *m = userdata;
 	struct lh_entry *e, *tmp;

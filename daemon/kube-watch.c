@@ -9,6 +9,7 @@
 #include "kube-stream.h"
 #include "kube-watch.h"
 #include "metrics.h"
+#include "macro.h"
 
 #define RF_BACKOFF_BASE_MS 250
 #define RF_BACKOFF_CAP_MS 30000
@@ -499,7 +500,7 @@ static void rf_start_watch(struct tl_reflector *r)
 	}
 }
 
-static void rf_timer(struct tl_loop *loop, struct tl_timer *timer, void *userdata)
+static void rf_timer(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_, void *userdata)
 {
 	struct tl_reflector *r = userdata;
 

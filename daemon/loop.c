@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "loop.h"
+#include "macro.h"
 
 /* A registration is referenced by epoll's data.ptr. Removing one while a
  * batch of epoll events is being dispatched must not free it under the
@@ -157,7 +158,7 @@ int tl_loop_del_io(struct tl_loop *loop, int fd)
 	return 0;
 }
 
-static int timer_io(struct tl_loop *loop, int fd, uint32_t events, void *userdata)
+static int timer_io(struct tl_loop *loop, int fd, uint32_t events _unused_, void *userdata)
 {
 	struct tl_timer *t = userdata;
 	uint64_t expirations;

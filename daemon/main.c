@@ -30,6 +30,7 @@
 #include "options.h"
 #include "termline-config.h"
 #include "timeline.h"
+#include "macro.h"
 
 /* How often the BOOTTIME->REALTIME offset is re-sampled: NTP slews move
  * REALTIME by at most 500 ppm, i.e. 30 ms per minute. */
@@ -415,7 +416,8 @@ static void on_pod_changed(void *userdata, const char *uid)
 	json_object_put(meta);
 }
 
-static void on_clock_timer(struct tl_loop *loop, struct tl_timer *t, void *ud)
+static void on_clock_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unused_,
+			   void *ud _unused_)
 {
 	int r = tl_clock_sample(&tl_clock_global);
 
@@ -432,7 +434,7 @@ static bool pod_known(void *ud, const char *uid)
 	return meta != NULL;
 }
 
-static void on_loss_timer(struct tl_loop *loop, struct tl_timer *t, void *ud)
+static void on_loss_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *ud)
 {
 	struct agent *a = ud;
 	uint64_t dropped;
@@ -470,7 +472,7 @@ static void on_loss_timer(struct tl_loop *loop, struct tl_timer *t, void *ud)
 		      a->timelines ? (int64_t)tl_timelines_open_count(a->timelines) : 0);
 }
 
-static int on_signal(struct tl_loop *loop, int fd, uint32_t events, void *ud)
+static int on_signal(struct tl_loop *loop, int fd, uint32_t events _unused_, void *ud _unused_)
 {
 	struct signalfd_siginfo si;
 

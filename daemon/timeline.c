@@ -15,6 +15,7 @@
 #include "journal.h"
 #include "metrics.h"
 #include "timeline.h"
+#include "macro.h"
 
 #define DEFAULT_MAX_EVENTS 20000
 #define DEFAULT_FSYNC_MS 200
@@ -1122,7 +1123,7 @@ static int timeline_write(struct timeline *tl)
 			  path, len, tl_now_real_ns(), timeline_started(tl), tl->n, n_findings);
 }
 
-static void close_cb(struct tl_loop *loop, struct tl_timer *timer, void *userdata)
+static void close_cb(struct tl_loop *loop _unused_, struct tl_timer *timer, void *userdata)
 {
 	struct timeline *tl = userdata;
 	struct tl_timelines *t = tl->store;
@@ -1330,7 +1331,7 @@ static int replay_all(struct tl_timelines *t)
 
 /* ---- timers ---- */
 
-static void fsync_cb(struct tl_loop *loop, struct tl_timer *timer, void *userdata)
+static void fsync_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_, void *userdata)
 {
 	struct tl_timelines *t = userdata;
 
@@ -1347,7 +1348,8 @@ static void fsync_cb(struct tl_loop *loop, struct tl_timer *timer, void *userdat
 	update_disk_metrics(t);
 }
 
-static void retention_cb(struct tl_loop *loop, struct tl_timer *timer, void *userdata)
+static void retention_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_,
+			 void *userdata)
 {
 	tl_timelines_retention_run(userdata);
 }

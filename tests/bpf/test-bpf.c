@@ -28,6 +28,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "termline-events.h"
+#include "macro.h"
 
 #define MAX_EVENTS 4096
 #define WAIT_LIMIT_MS 10000
@@ -42,7 +43,7 @@ static char run_dir[600];
 
 static volatile sig_atomic_t got_term;
 
-static void on_term(int sig)
+static void on_term(int sig _unused_)
 {
 	got_term = 1;
 }
@@ -252,7 +253,8 @@ static void remove_upwards(char *dir, const char *top)
 	}
 }
 
-static int remove_dir(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static int remove_dir(const char *path, const struct stat *st _unused_, int type,
+		      struct FTW *ftw _unused_)
 {
 	if (type == FTW_DP && rmdir_retry(path) < 0)
 		fprintf(stderr, "test-bpf: could not remove %s: %s\n", path, strerror(errno));
@@ -281,7 +283,7 @@ static bool use_classic;
 static uint32_t ring_bytes;
 static uint64_t signal_mask;
 
-static void collect(void *userdata, struct tl_event *ev)
+static void collect(void *userdata _unused_, struct tl_event *ev)
 {
 	if (n_events < MAX_EVENTS) {
 		events[n_events++] = *ev;

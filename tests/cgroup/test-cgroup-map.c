@@ -12,6 +12,7 @@
 #include "cgroup-map.h"
 #include "loop.h"
 #include "metrics.h"
+#include "macro.h"
 
 #define UID1 "5f3c9a2e-1b7d-4c8e-9f0a-123456789abc"
 #define UID1S "5f3c9a2e_1b7d_4c8e_9f0a_123456789abc"
@@ -203,7 +204,8 @@ static uint64_t ino_of(const char *rel)
 	return (uint64_t)st.st_ino;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static int rm_one(const char *path, const struct stat *st _unused_, int flag _unused_,
+		  struct FTW *ftw _unused_)
 {
 	return remove(path);
 }
@@ -481,7 +483,7 @@ static int count_pods(void *ud, const struct tl_cgroup_info *info)
 	return 0;
 }
 
-static int stop_at_container(void *ud, const struct tl_cgroup_info *info)
+static int stop_at_container(void *ud _unused_, const struct tl_cgroup_info *info)
 {
 	return info->parsed.kind == TL_CGROUP_CONTAINER ? 7 : 0;
 }

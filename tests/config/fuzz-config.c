@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "macro.h"
 #include "options.h"
 
 #define MAX_ARGS 64
@@ -17,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int config_fd = -1;
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
+int LLVMFuzzerInitialize(int *argc _unused_, char ***argv _unused_)
 {
 	setenv("NODE_NAME", "fuzz-node", 1);
 	/* --help and --version print; keep the fuzzer's output readable. */

@@ -11,6 +11,7 @@
 #include "event.h"
 #include "loop.h"
 #include "metrics.h"
+#include "macro.h"
 
 /* ---- clock ---- */
 
@@ -182,7 +183,7 @@ START_TEST(loop_timer_free_inside_callback)
 }
 END_TEST
 
-static int on_pipe(struct tl_loop *loop, int fd, uint32_t events, void *ud)
+static int on_pipe(struct tl_loop *loop _unused_, int fd, uint32_t events _unused_, void *ud)
 {
 	char buf[16];
 	int *got = ud;

@@ -21,6 +21,7 @@
 #include "kube.h"
 #include "loop.h"
 #include "metrics.h"
+#include "macro.h"
 
 struct driver {
 	struct tl_loop *loop;
@@ -59,7 +60,7 @@ static void emit_cb(void *userdata, struct tl_event *ev)
 	tl_event_clear(ev);
 }
 
-static void tick(struct tl_loop *loop, struct tl_timer *t, void *userdata)
+static void tick(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *userdata)
 {
 	struct driver *d = userdata;
 	const char *e = tl_kube_last_error(d->kube);
@@ -82,7 +83,7 @@ static void tick(struct tl_loop *loop, struct tl_timer *t, void *userdata)
 	}
 }
 
-static int sig_cb(struct tl_loop *loop, int fd, uint32_t events, void *userdata)
+static int sig_cb(struct tl_loop *loop, int fd, uint32_t events _unused_, void *userdata _unused_)
 {
 	struct signalfd_siginfo si;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kube-pods.h"
+#include "macro.h"
 
 #define UID1 "11111111-1111-4111-8111-111111111111"
 #define UID2 "22222222-2222-4222-8222-222222222222"
@@ -15,7 +16,7 @@
 
 static struct json_object *events; /* array of emitted events, as JSON */
 
-static void emit_cb(void *userdata, struct tl_event *ev)
+static void emit_cb(void *userdata _unused_, struct tl_event *ev)
 {
 	json_object_array_add(events, tl_event_to_json(ev, true));
 	tl_event_clear(ev);

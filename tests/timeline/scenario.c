@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "scenario.h"
+#include "macro.h"
 
 int scn_event(struct tl_event *ev, const char *uid, const char *type, int64_t t)
 {
@@ -175,7 +176,8 @@ char *scn_tmpdir(void)
 	return strdup(buf);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static int rm_one(const char *path, const struct stat *st _unused_, int flag _unused_,
+		  struct FTW *ftw _unused_)
 {
 	return remove(path) < 0 ? 0 : 0;
 }

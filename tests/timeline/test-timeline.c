@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "metrics.h"
 #include "scenario.h"
+#include "macro.h"
 
 #define UID_A "aaaaaaaa-0000-4000-8000-000000000001"
 #define UID_B "bbbbbbbb-0000-4000-8000-000000000002"
@@ -682,7 +683,7 @@ START_TEST(test_restart_gap_after_last_event)
 }
 END_TEST
 
-static bool only_b_exists(void *ud, const char *uid)
+static bool only_b_exists(void *ud _unused_, const char *uid)
 {
 	return strcmp(uid, UID_B) == 0;
 }
