@@ -21,10 +21,18 @@ connection drops), error410 (ERROR 410 on the watch, versions before now
 expire), list500 / list429 (next "count" LISTs fail; list429 carries
 "retryAfter"), list410 (next continued LIST page gets 410), garbage (bytes
 that are not JSON on the stream), drip (next "count" events sent one byte per
-chunk), eof (the watch ends cleanly). A LIST fault may carry "then": a step
-applied the moment the failing answer is sent (a change that lands between
-two attempts of one LIST).
+chunk), eof (the watch ends cleanly), bookmark (a BOOKMARK at the newest
+resourceVersion of all resources, after any pending events). A LIST fault
+may carry "then": a step applied the moment the failing answer is sent (a
+change that lands between two attempts of one LIST).
 WATCH applies the same field and label selectors as LIST.
+
+GET /debug/requests (no token needed) answers {"requests": [...]}: every
+request in arrival order with "seq", "resource", "watch", "resourceVersion"
+(as asked), "authOk", "status", and for a WATCH answered 200 "sent" (the
+{"type", "rv"} of every event and bookmark written, in order) and "end"
+("eof": the server ended it cleanly; "error410", "cut", "closed": the client
+went away or the write failed; "open": still running).
 """
 import argparse
 import copy
@@ -58,6 +66,7 @@ class State:
         self.page_size = int(scenario.get("pageSize", 500))
         self.faults = {r[0]: [] for r in RESOURCES.values()}
         self.list_faults = {r[0]: [] for r in RESOURCES.values()}
+        self.record = []  # for /debug/requests
         self.generation = 0  # bumped to end open watches
         self.requests = []
         for o in scenario.get("objects", []):
@@ -182,6 +191,8 @@ class Handler(BaseHTTPRequestHandler):
             sys.stderr.write("kube-double: " + (fmt % args) + "\n")
 
     def send_json(self, code, obj, extra=None):
+        if getattr(self, "rec", None) is not None and self.rec["status"] is None:
+            self.rec["status"] = code
         body = json.dumps(obj).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -195,14 +206,28 @@ class Handler(BaseHTTPRequestHandler):
         st = self.server.state
         url = urllib.parse.urlsplit(self.path)
         q = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+        if url.path == "/debug/requests":
+            self.rec = None
+            with st.cv:
+                body = copy.deepcopy(st.record)
+            self.send_json(200, {"requests": body})
+            return
         auth = self.headers.get("Authorization", "")
         with st.cv:
             st.requests.append({"path": url.path, "query": q, "auth_ok": auth == "Bearer " + st.token})
             token = st.token
+            rec = {"seq": len(st.record), "resource": RESOURCES.get(url.path, (None,))[0],
+                   "watch": q.get("watch") in ("1", "true"),
+                   "resourceVersion": q.get("resourceVersion"),
+                   "authOk": auth == "Bearer " + token, "status": None}
+            st.record.append(rec)
+        self.rec = rec
         if auth != "Bearer " + token:
+            rec["status"] = 401
             self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
             return
         if url.path not in RESOURCES:
+            rec["status"] = 404
             self.send_json(404, status(404, "NotFound", "not found"))
             return
         res, kind, api = RESOURCES[url.path]
@@ -249,6 +274,14 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
+    def sent(self, typ, rv):
+        with self.server.state.cv:
+            self.rec["sent"].append({"type": typ, "rv": rv})
+
+    def ended(self, how):
+        with self.server.state.cv:
+            self.rec["end"] = how
+
     def watch(self, res, q):
         st = self.server.state
         since = int(q.get("resourceVersion") or 0)
@@ -259,6 +292,9 @@ class Handler(BaseHTTPRequestHandler):
         timeout = float(q.get("timeoutSeconds") or 300)
         bookmarks = q.get("allowWatchBookmarks") == "true"
         deadline = time.monotonic() + min(timeout, self.server.max_watch)
+        self.rec["status"] = 200
+        self.rec["sent"] = []
+        self.rec["end"] = "open"
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -270,10 +306,12 @@ class Handler(BaseHTTPRequestHandler):
                 ev = {"type": "ERROR", "object": status(410, "Expired", "too old resource version")}
                 self.chunk(json.dumps(ev).encode() + b"\n")
                 self.chunk(b"")
+                self.rec["end"] = "error410"
                 return
         last_bookmark = time.monotonic()
         try:
             while True:
+                bookmark_now = False
                 with st.cv:
                     pending = [e for e in st.log if mine(e)]
                     fault = st.faults[res].pop(0) if st.faults[res] else None
@@ -288,10 +326,14 @@ class Handler(BaseHTTPRequestHandler):
                         ev = {"type": "ERROR", "object": status(410, "Expired", "too old resource version")}
                         self.chunk(json.dumps(ev).encode() + b"\n")
                         self.chunk(b"")
+                        self.ended("error410")
                         return
                     if kind == "eof":
                         self.chunk(b"")
+                        self.ended("eof")
                         return
+                    if kind == "bookmark":
+                        bookmark_now = True
                     if kind == "garbage":
                         self.chunk(b'garbage \x00\xff{"type":\n')
                         self.chunk(b'{"type":"MODIFIED","object":[1,2]}\n{not json at all}\n')
@@ -307,6 +349,7 @@ class Handler(BaseHTTPRequestHandler):
                             e = [e for e in st.log if mine(e)][0]
                         data = json.dumps({"type": e[2], "object": e[3]}).encode() + b"\n"
                         self.chunk(data[:len(data) // 2])
+                        self.ended("cut")
                         # drop the connection without the last chunk
                         self.connection.shutdown(socket.SHUT_RDWR)
                         self.close_connection = True
@@ -319,17 +362,21 @@ class Handler(BaseHTTPRequestHandler):
                             self.chunk(data[i:i + 1])
                     else:
                         self.chunk(data)
+                    self.sent(typ, str(erv))
                     since = erv
                 if cur_gen != gen or time.monotonic() > deadline:
                     self.chunk(b"")
+                    self.ended("eof")
                     return
-                if bookmarks and time.monotonic() - last_bookmark > 1.0:
+                if bookmarks and (bookmark_now or time.monotonic() - last_bookmark > 1.0):
                     bm = {"type": "BOOKMARK", "object": {"kind": "Pod" if res == "pods" else "EndpointSlice",
                           "metadata": {"resourceVersion": str(cur_rv)}}}
                     self.chunk(json.dumps(bm).encode() + b"\n")
+                    self.sent("BOOKMARK", str(cur_rv))
                     since = max(since, cur_rv)
                     last_bookmark = time.monotonic()
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+            self.ended("closed")
             self.close_connection = True
 
 

@@ -10,6 +10,13 @@ and {node} substituted; it must print events as JSON lines on stdout (the
 --emit-events - format). Readiness: a {"synced":true} line, or, when
 $TERMLINE_KUBE_E2E_READYZ is set, that URL answering 200.
 
+After the run the double's record of requests (/debug/requests) is checked:
+every WATCH the server ended cleanly is followed by a WATCH from the last
+resourceVersion it sent (an event's or a BOOKMARK's), unless a LIST came
+first. With "rewatchAfterBookmark" in the scenario's expect, at least one
+such rewatch must follow a BOOKMARK newer than every event on its watch, so
+only the bookmark's version is right.
+
 --check-tls first runs the command with a kubeconfig that does not name the
 double's CA: it must refuse the certificate (an {"error":...} line naming
 it) and never sync, since TLS is verified unless the kubeconfig says
@@ -21,6 +28,7 @@ import os
 import queue
 import shlex
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -83,6 +91,43 @@ def check_tls_refused(cmd_template, kubeconfig, node):
     finally:
         agent.kill()
         agent.wait()
+
+
+def fetch_requests(port, cafile):
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.check_hostname = False  # the URL names 127.0.0.1, the certificate the double's name
+    url = "https://127.0.0.1:%d/debug/requests" % port
+    with urllib.request.urlopen(url, timeout=10, context=ctx) as r:
+        return json.load(r)["requests"]
+
+
+def check_rewatch_versions(reqs, want_bookmark_case):
+    by_res = {}
+    for r in reqs:
+        if r["resource"]:
+            by_res.setdefault(r["resource"], []).append(r)
+    checked = bookmark_cases = 0
+    for res, rs in by_res.items():
+        for i, c in enumerate(rs):
+            if not (c["watch"] and c.get("end") == "eof" and c.get("sent")):
+                continue
+            nxt = next((n for n in rs[i + 1:] if n["authOk"]), None)
+            if nxt is None or not nxt["watch"]:
+                continue  # nothing after it yet, or a LIST starts over
+            last = c["sent"][-1]
+            if nxt["resourceVersion"] != last["rv"]:
+                fail("%s: watch #%d ended cleanly after %s %s, but the next watch (#%d) asked "
+                     "for resourceVersion %s" % (res, c["seq"], last["type"], last["rv"],
+                                                 nxt["seq"], nxt["resourceVersion"]))
+            checked += 1
+            events = [int(x["rv"]) for x in c["sent"] if x["type"] != "BOOKMARK"]
+            if last["type"] == "BOOKMARK" and int(last["rv"]) > max(
+                    events + [int(c["resourceVersion"] or 0)]):
+                bookmark_cases += 1
+    if want_bookmark_case and not bookmark_cases:
+        fail("no watch ended right after a bookmark newer than its events: the scenario "
+             "does not test what it should (%d clean ends checked)" % checked)
+    return checked, bookmark_cases
 
 
 def main():
@@ -184,6 +229,8 @@ def main():
         rc = agent.wait(timeout=30)
         if rc != 0:
             fail("agent exit status %d" % rc)
+        rewatches, after_bookmark = check_rewatch_versions(
+            fetch_requests(port, cert), expect.get("rewatchAfterBookmark", False))
 
         for res in ("pods", "endpointslices"):
             got, want = api[res], expect[res]
@@ -203,8 +250,10 @@ def main():
                     fail("metric %s = %s, want >= %d (all: %s)" % (k, metrics.get(k), v, metrics))
             if not metrics.get("synced"):
                 fail("not synced at exit")
-        print("ok: %d pod events, %d endpoint events, each once; metrics %s" % (
-            len(api["pods"]), len(api["endpointslices"]), json.dumps(metrics)))
+        print("ok: %d pod events, %d endpoint events, each once; %d rewatches from the last "
+              "version (%d after a bookmark); metrics %s" % (
+                  len(api["pods"]), len(api["endpointslices"]), rewatches, after_bookmark,
+                  json.dumps(metrics)))
     finally:
         if agent and agent.poll() is None:
             agent.kill()
