@@ -32,6 +32,7 @@ struct tl_khttp_req {
 	void *userdata;
 	int retry_after_s;
 	bool aborted;
+	bool errbody_capped; /* ended by us: the error body passed its cap */
 	char errbuf[CURL_ERROR_SIZE];
 	char errbody[KHTTP_ERRBODY_MAX + 1];
 	size_t errbody_len;
@@ -104,6 +105,9 @@ static void process_done(struct tl_khttp *h)
 		res = curl_to_errno(m->data.result);
 		if (curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK)
 			status = 0;
+		/* the status is the answer; the rest of its body is not needed */
+		if (r->errbody_capped)
+			res = 0;
 		curl_multi_remove_handle(h->multi, r->easy);
 		req_unlink(r);
 		if (res < 0)
@@ -259,6 +263,13 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 			n = len;
 		memcpy(r->errbody + r->errbody_len, ptr, n);
 		r->errbody_len += n;
+		/* A body past the cap is ended here: an error answer to a
+		 * WATCH is chunked too, and one that never ends would hold
+		 * the request (and the reflector's retry) forever. */
+		if (n < len) {
+			r->errbody_capped = true;
+			return 0;
+		}
 		return len;
 	}
 	if (r->ops.data(r->userdata, ptr, len) < 0) {

@@ -16,7 +16,9 @@ struct tl_khttp_ops {
 	int (*data)(void *userdata, const char *buf, size_t len);
 	/* The request ended: res 0 (body complete) or -errno (transport);
 	 * status is the HTTP status (0 when none arrived); retry_after_s the
-	 * Retry-After seconds or -1; msg a short reason for logs. The request
+	 * Retry-After seconds or -1; msg a short reason for logs (the start of
+	 * an error body). A non-2xx answer ends once its body passed 512
+	 * bytes, with res 0 and its status: the rest is not read. The request
 	 * is freed when done() returns. */
 	void (*done)(void *userdata, int res, long status, int retry_after_s, const char *msg);
 };

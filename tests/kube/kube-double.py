@@ -22,9 +22,10 @@ expire), list500 / list429 (next "count" LISTs fail; list429 carries
 "retryAfter"), list410 (next continued LIST page gets 410), garbage (bytes
 that are not JSON on the stream), drip (next "count" events sent one byte per
 chunk), eof (the watch ends cleanly), bookmark (a BOOKMARK at the newest
-resourceVersion of all resources, after any pending events). A LIST fault
-may carry "then": a step applied the moment the failing answer is sent (a
-change that lands between two attempts of one LIST).
+resourceVersion of all resources, after any pending events),
+endless_error_body (the next WATCH is answered 500 with a body that never
+ends). A LIST fault may carry "then": a step applied the moment the failing
+answer is sent (a change that lands between two attempts of one LIST).
 WATCH applies the same field and label selectors as LIST.
 
 GET /debug/requests (no token needed) answers {"requests": [...]}: every
@@ -66,6 +67,7 @@ class State:
         self.page_size = int(scenario.get("pageSize", 500))
         self.faults = {r[0]: [] for r in RESOURCES.values()}
         self.list_faults = {r[0]: [] for r in RESOURCES.values()}
+        self.watch_start_faults = {r[0]: [] for r in RESOURCES.values()}
         self.record = []  # for /debug/requests
         self.generation = 0  # bumped to end open watches
         self.requests = []
@@ -112,6 +114,8 @@ class State:
                 elif kind == "error410":
                     self.compacted = self.rv
                     self.faults[res].append(f)
+                elif kind == "endless_error_body":
+                    self.watch_start_faults[res].append(f)
                 else:
                     self.faults[res].append(f)
             elif op == "rotate_token":
@@ -282,6 +286,25 @@ class Handler(BaseHTTPRequestHandler):
         with self.server.state.cv:
             self.rec["end"] = how
 
+    def endless_error(self):
+        """500 with a Status that never finishes: a client that reads
+        error bodies to their end hangs here."""
+        self.rec["status"] = 500
+        self.send_response(500)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            self.chunk(b'{"kind":"Status","apiVersion":"v1","status":"Failure","code":500,'
+                       b'"reason":"InternalError","message":"')
+            stop = time.monotonic() + 120
+            while time.monotonic() < stop:
+                self.chunk(b"x" * 256)
+                time.sleep(0.02)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+            pass
+        self.close_connection = True
+
     def watch(self, res, q):
         st = self.server.state
         since = int(q.get("resourceVersion") or 0)
@@ -292,6 +315,12 @@ class Handler(BaseHTTPRequestHandler):
         timeout = float(q.get("timeoutSeconds") or 300)
         bookmarks = q.get("allowWatchBookmarks") == "true"
         deadline = time.monotonic() + min(timeout, self.server.max_watch)
+        with st.cv:
+            wsf = st.watch_start_faults[res]
+            start_fault = wsf.pop(0) if wsf else None
+        if start_fault:
+            self.endless_error()
+            return
         self.rec["status"] = 200
         self.rec["sent"] = []
         self.rec["end"] = "open"
