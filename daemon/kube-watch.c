@@ -30,7 +30,9 @@
 #define RF_MAX_RV 128
 #define RF_MAX_CONTINUE 4096
 
-enum rf_state { RF_IDLE, RF_LISTING, RF_WATCHING, RF_WAITING };
+/* RF_WAIT_CREDS: an exec plugin is at work; the kubeconfig tells us when
+ * it is done. */
+enum rf_state { RF_IDLE, RF_LISTING, RF_WATCHING, RF_WAITING, RF_WAIT_CREDS };
 enum rf_next { RF_NEXT_LIST, RF_NEXT_WATCH };
 
 struct tl_reflector {
@@ -50,7 +52,8 @@ struct tl_reflector {
 
 	bool synced;
 	bool list_in_progress; /* list_begin delivered, list_end not yet */
-	bool force_creds;
+	bool subscribed;
+	uint64_t creds_gen; /* of the credentials the request in flight carries */
 	unsigned attempts;
 	char rv[RF_MAX_RV];
 	char list_rv[RF_MAX_RV];
@@ -262,7 +265,7 @@ static void rf_list_done(void *userdata, int res, long status, int retry_after_s
 	} else {
 		rf_error(r, status_kind(status), "LIST %s: HTTP %ld %.200s", r->resource, status, msg);
 		if (status == 401)
-			r->force_creds = true;
+			tl_kubeconfig_invalidate(r->kc, r->creds_gen, tl_now_mono_ms());
 		if (status == 410) /* expired continue token: start over now */
 			rf_schedule(r, RF_NEXT_LIST, 0);
 		else
@@ -270,18 +273,32 @@ static void rf_list_done(void *userdata, int res, long status, int retry_after_s
 	}
 }
 
-static int rf_creds(struct tl_reflector *r, const struct tl_kube_creds **ret)
+/* -EAGAIN: no request without credentials; the kubeconfig calls
+ * rf_creds_ready() when its plugin is done. Other errors: back off. */
+static int rf_creds(struct tl_reflector *r, enum rf_next next, const struct tl_kube_creds **ret)
 {
 	char err[512];
-	int k = tl_kubeconfig_credentials(r->kc, r->force_creds, tl_now_mono_ms(), ret, err,
-					  sizeof(err));
+	int k = tl_kubeconfig_credentials(r->kc, false, tl_now_mono_ms(), ret, err, sizeof(err));
 
-	if (k < 0) {
+	if (k < 0 && err[0])
 		rf_error(r, "credentials", "%s", err);
-		return k;
+	if (k == -EAGAIN) {
+		r->state = RF_WAIT_CREDS;
+		r->next = next;
 	}
-	r->force_creds = false;
+	if (k < 0)
+		return k;
+	r->creds_gen = (*ret)->generation;
 	return 0;
+}
+
+static void rf_creds_ready(void *userdata)
+{
+	struct tl_reflector *r = userdata;
+
+	/* from the timer, not from inside the kubeconfig's callback */
+	if (r->state == RF_WAIT_CREDS)
+		rf_schedule(r, r->next, 0);
 }
 
 static void rf_start_list(struct tl_reflector *r)
@@ -293,6 +310,9 @@ static void rf_start_list(struct tl_reflector *r)
 	char *path = NULL;
 	int k;
 
+	k = rf_creds(r, RF_NEXT_LIST, &creds);
+	if (k == -EAGAIN)
+		return;
 	if (!r->cont[0]) {
 		/* A LIST that starts over abandons the pages already
 		 * delivered: they vouched for objects the new snapshot may
@@ -304,7 +324,7 @@ static void rf_start_list(struct tl_reflector *r)
 			rf_metric(r, "termline_relists_total", NULL);
 		}
 	}
-	if (rf_creds(r, &creds) < 0) {
+	if (k < 0) {
 		r->cont[0] = '\0';
 		rf_backoff(r, RF_NEXT_LIST, -1);
 		return;
@@ -443,7 +463,7 @@ static void rf_watch_done(void *userdata, int res, long status, int retry_after_
 		rf_error(r, status_kind(status), "WATCH %s: HTTP %ld %.200s", r->resource, status,
 			 msg);
 		if (status == 401)
-			r->force_creds = true;
+			tl_kubeconfig_invalidate(r->kc, r->creds_gen, tl_now_mono_ms());
 		rf_backoff(r, RF_NEXT_WATCH, status == 429 || status == 503 ? retry_after_s : -1);
 		return;
 	}
@@ -464,12 +484,15 @@ static void rf_start_watch(struct tl_reflector *r)
 	char *path = NULL, *esc;
 	int k;
 
+	k = rf_creds(r, RF_NEXT_WATCH, &creds);
+	if (k == -EAGAIN)
+		return;
 	r->stats.watches++;
 	if (r->stats.watches > 1) {
 		r->stats.restarts++;
 		rf_metric(r, "termline_watch_restarts_total", NULL);
 	}
-	if (rf_creds(r, &creds) < 0) {
+	if (k < 0) {
 		rf_backoff(r, RF_NEXT_WATCH, -1);
 		return;
 	}
@@ -545,6 +568,10 @@ int tl_reflector_new(struct tl_loop *loop, struct tl_khttp *http, struct tl_kube
 	k = tl_loop_add_timer(loop, 0, 0, rf_timer, r, &r->timer);
 	if (k < 0)
 		goto fail;
+	k = tl_kubeconfig_subscribe(kc, rf_creds_ready, r);
+	if (k < 0)
+		goto fail;
+	r->subscribed = true;
 	tl_metric_describe("termline_watch_restarts_total", TL_METRIC_COUNTER,
 			   "Watches started again after the first, by resource.");
 	tl_metric_describe("termline_relists_total", TL_METRIC_COUNTER,
@@ -573,6 +600,8 @@ void tl_reflector_free(struct tl_reflector *r)
 	if (!r)
 		return;
 	tl_khttp_cancel(r->req);
+	if (r->subscribed)
+		tl_kubeconfig_unsubscribe(r->kc, rf_creds_ready, r);
 	tl_timer_free(r->timer);
 	tl_kstream_free(r->list_stream);
 	tl_kstream_free(r->watch_stream);

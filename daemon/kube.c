@@ -54,10 +54,15 @@ int tl_kube_new(const struct tl_kube_config *cfg, struct tl_loop *loop,
 	if (r < 0)
 		goto fail;
 	/* Credentials that cannot be had at start (a malformed token file, a
-	 * failing exec plugin) are a configuration error, not a transient. */
+	 * failing exec plugin) are a configuration error, not a transient: the
+	 * first are fetched here, before the loop runs, so the caller can
+	 * say so and exit. Every later plugin run is on the loop. */
 	r = tl_kubeconfig_credentials(k->kc, false, tl_now_mono_ms(), &creds, err, errlen);
 	if (r < 0)
 		goto fail;
+	r = tl_kubeconfig_attach(k->kc, loop);
+	if (r < 0)
+		goto fail_msg;
 	r = tl_khttp_new(loop, &k->http);
 	if (r < 0)
 		goto fail_msg;

@@ -1,15 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
@@ -17,17 +12,33 @@
 
 #include "clock.h"
 #include "fileio.h"
+#include "kube-exec.h"
 #include "kubeconfig.h"
 #include "loop.h"
-
-extern char **environ;
+#include "macro.h"
 
 #define KC_MAX_FILE (4u << 20)      /* kubeconfig, certificates */
 #define KC_MAX_TOKEN (64u << 10)
-#define KC_MAX_EXEC_OUTPUT (1u << 20)
-#define KC_EXEC_TIMEOUT_MS 30000
-/* Re-run an exec plugin this long before its credential expires. */
-#define KC_EXEC_EARLY_NS (10LL * 1000000000LL)
+
+struct kc_sub {
+	tl_kube_creds_cb cb;
+	void *userdata;
+};
+
+/* How credentials are kept fresh; the exec fields matter with a plugin. */
+struct kc_exec_state {
+	struct tl_loop *loop;  /* NULL: plugins run to their end, blocking */
+	struct tl_kexec *run;  /* a plugin running on the loop */
+	struct tl_timer *retry; /* the next permitted (or proactive) run */
+	bool stale;            /* a 401 named the credentials in force */
+	unsigned failures;     /* runs in a row that gave nothing usable */
+	uint64_t next_ms;      /* no plugin run before this (monotonic) */
+	uint64_t gen;
+	int last_res;
+	char last_err[512];
+	struct kc_sub *subs;
+	size_t nsubs;
+};
 
 static void kc_err(char *err, size_t errlen, const char *source, const char *key,
 		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -455,6 +466,12 @@ void tl_kubeconfig_free(struct tl_kubeconfig *kc)
 	free(kc->key_pem);
 	exec_free(kc->exec);
 	free(kc->exec_key);
+	if (kc->exec_state) {
+		tl_kexec_free(kc->exec_state->run);
+		tl_timer_free(kc->exec_state->retry);
+		free(kc->exec_state->subs);
+		free(kc->exec_state);
+	}
 	free(kc->creds.token);
 	free(kc->creds.cert_pem);
 	free(kc->creds.key_pem);
@@ -788,154 +805,6 @@ static int read_token(const char *path, char **ret)
 	return 0;
 }
 
-static int run_exec(const struct tl_kube_exec *e, char **ret_out, char *msg, size_t msglen)
-{
-	posix_spawn_file_actions_t fa;
-	char **envp = NULL, *info = NULL, *out = NULL;
-	size_t nenv = 0, nadd = 0, len = 0, k = 0;
-	int pfd[2] = { -1, -1 }, status, r;
-	bool fa_ok = false;
-	pid_t pid = -1;
-	uint64_t deadline;
-
-	for (char **p = environ; p && *p; p++)
-		nenv++;
-	for (char **p = e->env; p && *p; p++)
-		nadd++;
-	envp = calloc(nenv + nadd + 2, sizeof(char *));
-	if (!envp)
-		return -ENOMEM;
-	if (asprintf(&info,
-		     "KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\","
-		     "\"spec\":{\"interactive\":false}}",
-		     e->api_version) < 0) {
-		info = NULL;
-		r = -ENOMEM;
-		goto out;
-	}
-	for (char **p = environ; p && *p; p++)
-		if (strncmp(*p, "KUBERNETES_EXEC_INFO=", 21) != 0)
-			envp[k++] = *p;
-	for (char **p = e->env; p && *p; p++)
-		envp[k++] = *p;
-	envp[k++] = info;
-	envp[k] = NULL;
-
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		r = -errno;
-		goto out;
-	}
-	r = -posix_spawn_file_actions_init(&fa);
-	if (r < 0)
-		goto out;
-	fa_ok = true;
-	r = -posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
-	if (r == 0)
-		r = -posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (r < 0)
-		goto out;
-	r = -posix_spawnp(&pid, e->command, &fa, NULL, e->argv, envp);
-	if (r < 0) {
-		pid = -1;
-		snprintf(msg, msglen, "cannot run %s: %s", e->command, strerror(-r));
-		goto out;
-	}
-	close(pfd[1]);
-	pfd[1] = -1;
-	/* Credential plugins are short-lived; a hung one must not hang us
-	 * forever. */
-	deadline = tl_now_mono_ms() + (uint64_t)(e->timeout_ms > 0 ? e->timeout_ms : KC_EXEC_TIMEOUT_MS);
-	out = malloc(KC_MAX_EXEC_OUTPUT + 1);
-	if (!out) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-		uint64_t now = tl_now_mono_ms();
-		ssize_t n;
-
-		if (now >= deadline) {
-			snprintf(msg, msglen, "%s timed out", e->command);
-			r = -ETIMEDOUT;
-			goto out;
-		}
-		r = poll(&p, 1, (int)(deadline - now));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			r = -errno;
-			goto out;
-		}
-		if (r == 0)
-			continue;
-		n = read(pfd[0], out + len, KC_MAX_EXEC_OUTPUT - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len >= KC_MAX_EXEC_OUTPUT) {
-			snprintf(msg, msglen, "%s: output too large", e->command);
-			r = -EFBIG;
-			goto out;
-		}
-	}
-	out[len] = '\0';
-	/* Closing stdout is not exiting: a plugin that lingers after its
-	 * output is held to the same deadline. */
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		uint64_t now;
-
-		if (w == pid)
-			break;
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			r = -errno;
-			goto out;
-		}
-		now = tl_now_mono_ms();
-		if (now >= deadline) {
-			snprintf(msg, msglen, "%s timed out", e->command);
-			r = -ETIMEDOUT;
-			goto out;
-		}
-		poll(NULL, 0, deadline - now < 10 ? (int)(deadline - now) : 10);
-	}
-	pid = -1;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		snprintf(msg, msglen, "%s failed (status %d)", e->command,
-			 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-		r = -EIO;
-		goto out;
-	}
-	*ret_out = out;
-	out = NULL;
-	r = 0;
-out:
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-	}
-	if (fa_ok)
-		posix_spawn_file_actions_destroy(&fa);
-	if (pfd[0] >= 0)
-		close(pfd[0]);
-	if (pfd[1] >= 0)
-		close(pfd[1]);
-	free(out);
-	free(info);
-	free(envp);
-	return r;
-}
-
 static int dup_json_str(struct json_object *o, const char *key, char **ret, size_t *ret_len)
 {
 	struct json_object *v;
@@ -1020,40 +889,277 @@ static void creds_clear(struct tl_kube_creds *c)
 	memset(c, 0, sizeof(*c));
 }
 
+static struct kc_exec_state *kc_state(struct tl_kubeconfig *kc)
+{
+	if (!kc->exec_state)
+		kc->exec_state = calloc(1, sizeof(*kc->exec_state));
+	return kc->exec_state;
+}
+
+static bool creds_expiring(const struct tl_kube_creds *c, int64_t early_ns)
+{
+	return c->expires_ns && tl_now_real_ns() >= c->expires_ns - early_ns;
+}
+
+static bool exec_wanted(const struct tl_kubeconfig *kc, const struct kc_exec_state *st)
+{
+	return kc->creds_mono_ms == 0 || st->stale ||
+	       creds_expiring(&kc->creds, TL_KUBE_EXEC_EARLY_NS);
+}
+
+static bool exec_due(const struct tl_kubeconfig *kc, const struct kc_exec_state *st,
+		     uint64_t now_ms)
+{
+	return !st->run && exec_wanted(kc, st) && now_ms >= st->next_ms;
+}
+
+/* A run ended: its credential replaces the one in force (even one already
+ * expired: nothing better is at hand), and the next run is permitted at
+ * once after a good credential, later and later after runs that gave
+ * nothing usable, so a plugin that hands out expired credentials or fails
+ * is not run for every request. */
+static int exec_apply(struct tl_kubeconfig *kc, struct kc_exec_state *st, int res, char *out,
+		      const char *msg, uint64_t now_ms)
+{
+	struct tl_kube_creds nc = { 0 };
+	char m[256];
+
+	snprintf(m, sizeof(m), "%s", msg ? msg : "");
+	if (res == 0)
+		res = parse_exec_credential(out, &nc, m, sizeof(m));
+	free(out);
+	if (res == 0) {
+		creds_clear(&kc->creds);
+		kc->creds = nc;
+		kc->creds.generation = ++st->gen;
+		kc->creds_mono_ms = now_ms ? now_ms : 1;
+		st->stale = false;
+		st->last_err[0] = '\0';
+	} else {
+		creds_clear(&nc);
+		kc_err(st->last_err, sizeof(st->last_err), kc->source, kc->exec_key, "%s",
+		       m[0] ? m : strerror(-res));
+	}
+	st->last_res = res;
+	if (res < 0 || creds_expiring(&kc->creds, TL_KUBE_EXEC_EARLY_NS)) {
+		uint64_t d = TL_KUBE_EXEC_RETRY_MS;
+
+		for (unsigned i = 0; i < st->failures && d < TL_KUBE_EXEC_RETRY_MAX_MS; i++)
+			d *= 2;
+		if (d > TL_KUBE_EXEC_RETRY_MAX_MS)
+			d = TL_KUBE_EXEC_RETRY_MAX_MS;
+		if (st->failures < 32)
+			st->failures++;
+		st->next_ms = now_ms + d;
+	} else {
+		st->failures = 0;
+		st->next_ms = now_ms;
+	}
+	return res;
+}
+
+/* The retry timer fires when a run is wanted and permitted, or, for a
+ * good credential with an expiration, when it starts to expire. */
+static void exec_arm_retry(struct tl_kubeconfig *kc, struct kc_exec_state *st, uint64_t now_ms)
+{
+	uint64_t at;
+
+	if (!st->retry || !kc->exec || st->run)
+		return;
+	if (exec_wanted(kc, st))
+		at = st->next_ms;
+	else if (kc->creds.expires_ns) {
+		int64_t left = kc->creds.expires_ns - TL_KUBE_EXEC_EARLY_NS - tl_now_real_ns();
+
+		at = now_ms + (left > 0 ? (uint64_t)left / 1000000 : 0) + 1;
+		if (at < st->next_ms)
+			at = st->next_ms;
+	} else {
+		tl_timer_disarm(st->retry);
+		return;
+	}
+	tl_timer_arm(st->retry, at > now_ms ? at - now_ms : 1, 0);
+}
+
+static void exec_notify(struct kc_exec_state *st)
+{
+	size_t n = st->nsubs;
+
+	/* subscribers only schedule work here; none joins or leaves */
+	for (size_t i = 0; i < n && i < st->nsubs; i++)
+		st->subs[i].cb(st->subs[i].userdata);
+}
+
+static void exec_done(void *userdata, int res, char *out, const char *msg)
+{
+	struct tl_kubeconfig *kc = userdata;
+	struct kc_exec_state *st = kc->exec_state;
+	uint64_t now = tl_now_mono_ms();
+
+	tl_kexec_free(st->run);
+	st->run = NULL;
+	exec_apply(kc, st, res, out, msg, now);
+	exec_arm_retry(kc, st, now);
+	exec_notify(st);
+}
+
+/* false when it could not even start (the failure is recorded) */
+static bool exec_start(struct tl_kubeconfig *kc, struct kc_exec_state *st, uint64_t now_ms)
+{
+	char msg[256] = "";
+	int r;
+
+	r = tl_kexec_start(st->loop, kc->exec, exec_done, kc, &st->run, msg, sizeof(msg));
+	if (r == 0)
+		return true;
+	st->run = NULL;
+	exec_apply(kc, st, r, NULL, msg, now_ms);
+	exec_arm_retry(kc, st, now_ms);
+	return false;
+}
+
+static void exec_retry_cb(struct tl_loop *loop _unused_, struct tl_timer *t _unused_,
+			  void *userdata)
+{
+	struct tl_kubeconfig *kc = userdata;
+	struct kc_exec_state *st = kc->exec_state;
+	uint64_t now = tl_now_mono_ms();
+
+	if (!exec_due(kc, st, now))
+		exec_arm_retry(kc, st, now);
+	else if (!exec_start(kc, st, now))
+		exec_notify(st);
+}
+
+static int exec_credentials(struct tl_kubeconfig *kc, struct kc_exec_state *st, uint64_t now_ms,
+			    char *err, size_t errlen)
+{
+	bool have;
+
+	if (!st->loop) {
+		if (exec_due(kc, st, now_ms)) {
+			char msg[256] = "", *out = NULL;
+			int r = tl_kexec_run(kc->exec, &out, msg, sizeof(msg));
+
+			r = exec_apply(kc, st, r, r == 0 ? out : NULL, msg, now_ms);
+			if (r < 0) {
+				snprintf(err, errlen, "%s", st->last_err);
+				return r;
+			}
+		}
+		if (kc->creds_mono_ms)
+			return 0;
+		snprintf(err, errlen, "%s", st->last_err);
+		return st->last_res < 0 ? st->last_res : -EAGAIN;
+	}
+	if (exec_due(kc, st, now_ms))
+		exec_start(kc, st, now_ms);
+	have = kc->creds_mono_ms != 0 && !st->stale;
+	/* an expired credential is sent only when no run could replace it
+	 * now (rate-limited): the server may still take it */
+	if (have && (!creds_expiring(&kc->creds, 0) || !st->run))
+		return 0;
+	if (!st->run)
+		exec_arm_retry(kc, st, now_ms);
+	snprintf(err, errlen, "%s", st->last_err);
+	return -EAGAIN;
+}
+
+void tl_kubeconfig_invalidate(struct tl_kubeconfig *kc, uint64_t generation, uint64_t now_mono_ms)
+{
+	struct kc_exec_state *st = kc_state(kc);
+
+	if (!st || st->stale || generation != kc->creds.generation)
+		return;
+	st->stale = true;
+	if (!kc->exec)
+		return;
+	/* rejected as soon as issued: the plugin is not asked again at once.
+	 * Only briefly: requests wait for the next run, and a token rotated
+	 * soon after start must not leave the watches down for long. */
+	if (kc->creds_mono_ms && now_mono_ms - kc->creds_mono_ms < TL_KUBE_EXEC_REJECT_MIN_MS &&
+	    st->next_ms < kc->creds_mono_ms + TL_KUBE_EXEC_REJECT_MIN_MS)
+		st->next_ms = kc->creds_mono_ms + TL_KUBE_EXEC_REJECT_MIN_MS;
+	if (!st->loop)
+		return;
+	if (exec_due(kc, st, now_mono_ms))
+		exec_start(kc, st, now_mono_ms);
+	else
+		exec_arm_retry(kc, st, now_mono_ms);
+}
+
+int tl_kubeconfig_attach(struct tl_kubeconfig *kc, struct tl_loop *loop)
+{
+	struct kc_exec_state *st = kc_state(kc);
+	int r;
+
+	if (!st)
+		return -ENOMEM;
+	if (st->loop)
+		return -EBUSY;
+	r = tl_loop_add_timer(loop, 0, 0, exec_retry_cb, kc, &st->retry);
+	if (r < 0)
+		return r;
+	st->loop = loop;
+	exec_arm_retry(kc, st, tl_now_mono_ms());
+	return 0;
+}
+
+int tl_kubeconfig_subscribe(struct tl_kubeconfig *kc, tl_kube_creds_cb cb, void *userdata)
+{
+	struct kc_exec_state *st = kc_state(kc);
+	struct kc_sub *n;
+
+	if (!st)
+		return -ENOMEM;
+	n = realloc(st->subs, (st->nsubs + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	st->subs = n;
+	st->subs[st->nsubs++] = (struct kc_sub){ .cb = cb, .userdata = userdata };
+	return 0;
+}
+
+void tl_kubeconfig_unsubscribe(struct tl_kubeconfig *kc, tl_kube_creds_cb cb, void *userdata)
+{
+	struct kc_exec_state *st = kc->exec_state;
+
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->nsubs; i++) {
+		if (st->subs[i].cb == cb && st->subs[i].userdata == userdata) {
+			memmove(&st->subs[i], &st->subs[i + 1],
+				(st->nsubs - i - 1) * sizeof(st->subs[0]));
+			st->nsubs--;
+			return;
+		}
+	}
+}
+
 int tl_kubeconfig_credentials(struct tl_kubeconfig *kc, bool force, uint64_t now_mono_ms,
 			      const struct tl_kube_creds **ret, char *err, size_t errlen)
 {
+	struct kc_exec_state *st = kc_state(kc);
 	bool first = kc->creds_mono_ms == 0;
 	int r;
 
 	if (err && errlen)
 		err[0] = '\0';
+	if (!st)
+		return -ENOMEM;
+	if (force)
+		tl_kubeconfig_invalidate(kc, kc->creds.generation, now_mono_ms);
 	if (kc->exec) {
-		bool expired = kc->creds.expires_ns &&
-			       tl_now_real_ns() >= kc->creds.expires_ns - KC_EXEC_EARLY_NS;
-
-		if (first || force || expired) {
-			struct tl_kube_creds nc = { 0 };
-			char msg[256] = "", *out = NULL;
-
-			r = run_exec(kc->exec, &out, msg, sizeof(msg));
-			if (r == 0)
-				r = parse_exec_credential(out, &nc, msg, sizeof(msg));
-			free(out);
-			if (r < 0) {
-				creds_clear(&nc);
-				kc_err(err, errlen, kc->source, kc->exec_key, "%s",
-				       msg[0] ? msg : strerror(-r));
-				return r;
-			}
-			creds_clear(&kc->creds);
-			kc->creds = nc;
-			kc->creds_mono_ms = now_mono_ms ? now_mono_ms : 1;
-		}
+		r = exec_credentials(kc, st, now_mono_ms, err, errlen);
+		if (r < 0)
+			return r;
 	} else if (kc->token_file && !kc->token) { /* kubectl: token wins over tokenFile */
-		if (first || force || now_mono_ms - kc->creds_mono_ms >= TL_KUBE_TOKEN_REREAD_MS) {
+		if (first || st->stale || now_mono_ms - kc->creds_mono_ms >= TL_KUBE_TOKEN_REREAD_MS) {
 			char *t;
 
+			/* a failed re-read leaves the token in force: the next
+			 * 401 asks again */
+			st->stale = false;
 			r = read_token(kc->token_file, &t);
 			if (r < 0) {
 				kc_err(err, errlen, kc->source, kc->token_file_key, "%s: %s",
@@ -1063,15 +1169,21 @@ int tl_kubeconfig_credentials(struct tl_kubeconfig *kc, bool force, uint64_t now
 			}
 			free(kc->creds.token);
 			kc->creds.token = t;
+			kc->creds.generation = ++st->gen;
+			kc->creds_mono_ms = now_mono_ms ? now_mono_ms : 1;
+			st->stale = false;
+		}
+	} else {
+		if (first) {
+			if (kc->token) {
+				kc->creds.token = strdup(kc->token);
+				if (!kc->creds.token)
+					return -ENOMEM;
+			}
+			kc->creds.generation = ++st->gen;
 			kc->creds_mono_ms = now_mono_ms ? now_mono_ms : 1;
 		}
-	} else if (first) {
-		if (kc->token) {
-			kc->creds.token = strdup(kc->token);
-			if (!kc->creds.token)
-				return -ENOMEM;
-		}
-		kc->creds_mono_ms = now_mono_ms ? now_mono_ms : 1;
+		st->stale = false; /* nothing to refresh them from */
 	}
 	*ret = &kc->creds;
 	return 0;

@@ -17,6 +17,11 @@ first. With "rewatchAfterBookmark" in the scenario's expect, at least one
 such rewatch must follow a BOOKMARK newer than every event on its watch, so
 only the bookmark's version is right.
 
+--auth exec has the client get its token from a kubeconfig exec plugin
+(which reads the double's token file, and counts its runs) instead of
+tokenFile: a token rotation then takes a 401, one plugin run per rotation
+on the client's loop, and requests that wait for it.
+
 --check-tls first runs the command with a kubeconfig that does not name the
 double's CA: it must refuse the certificate (an {"error":...} line naming
 it) and never sync, since TLS is verified unless the kubeconfig says
@@ -68,7 +73,16 @@ clusters:
 users:
 - name: agent
   user:
-    tokenFile: %s
+%s"""
+
+TOKEN_FILE_USER = "    tokenFile: %s\n"
+EXEC_USER = """    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: %s
+"""
+PLUGIN = """#!/bin/sh
+echo run >> "$0.runs"
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%%s"}}' "$(cat '%s')"
 """
 
 
@@ -136,6 +150,7 @@ def main():
     ap.add_argument("--scenario", required=True)
     ap.add_argument("--cmd", default=os.environ.get("TERMLINE_KUBE_E2E_CMD"))
     ap.add_argument("--check-tls", action="store_true")
+    ap.add_argument("--auth", choices=("token-file", "exec"), default="token-file")
     a = ap.parse_args()
     if not a.cmd:
         fail("no command: set TERMLINE_KUBE_E2E_CMD or --cmd")
@@ -162,14 +177,23 @@ def main():
                 fail("API double did not start")
             time.sleep(0.05)
         port = int(open(port_file).read())
+        user = TOKEN_FILE_USER % token_file
+        plugin = os.path.join(tmp, "plugin.sh")
+        if a.auth == "exec":
+            with open(plugin, "w") as f:
+                f.write(PLUGIN % token_file)
+            os.chmod(plugin, 0o755)
+            user = EXEC_USER % plugin
         if a.check_tls:
             untrusted = os.path.join(tmp, "kubeconfig-no-ca")
             with open(untrusted, "w") as f:
-                f.write(KUBECONFIG % (port, "", token_file))
+                f.write(KUBECONFIG % (port, "", user))
             check_tls_refused(a.cmd, untrusted, sc["node"])
         kubeconfig = os.path.join(tmp, "kubeconfig")
         with open(kubeconfig, "w") as f:
-            f.write(KUBECONFIG % (port, "    certificate-authority: %s\n" % cert, token_file))
+            f.write(KUBECONFIG % (port, "    certificate-authority: %s\n" % cert, user))
+        if os.path.exists(plugin + ".runs"):
+            os.unlink(plugin + ".runs")
         cmd = [w.format(kubeconfig=kubeconfig, node=sc["node"]) for w in shlex.split(a.cmd)]
         agent = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         q = queue.Queue()
@@ -229,6 +253,13 @@ def main():
         rc = agent.wait(timeout=30)
         if rc != 0:
             fail("agent exit status %d" % rc)
+        if a.auth == "exec":
+            with open(plugin + ".runs") as f:
+                runs = len(f.readlines())
+            rotations = sum(1 for s in sc["steps"] if s["op"] == "rotate_token")
+            # one at start, then one per rotation however many requests got 401
+            if runs != 1 + rotations:
+                fail("exec plugin ran %d times for %d token rotations" % (runs, rotations))
         rewatches, after_bookmark = check_rewatch_versions(
             fetch_requests(port, cert), expect.get("rewatchAfterBookmark", False))
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <check.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,8 @@
 
 #include "clock.h"
 #include "kubeconfig.h"
+#include "loop.h"
+#include "macro.h"
 
 static char dir[256];
 
@@ -107,6 +110,10 @@ static const char plugin[] =
 	"bad) echo 'not json';;\n"
 	"fail) exit 1;;\n"
 	"linger) echo '{\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\"}}'; exec >&-; exec sleep 30;;\n"
+	/* done only once the test's loop has made the file */
+	"wait-go) while [ ! -e \"$d/go\" ]; do sleep 0.02; done;"
+	" echo '{\"kind\":\"ExecCredential\",\"status\":{\"token\":\"after-go\"}}';;\n"
+	"hang) echo $$ > \"$d/pid\"; exec sleep 60;;\n"
 	"esac\n";
 
 static int count_runs(void)
@@ -305,9 +312,21 @@ START_TEST(test_exec_rerun)
 	kc = load_yaml(HEAD CLUSTER("") EXEC_USER("past"), err, sizeof(err), &r);
 	ck_assert_ptr_nonnull(kc);
 	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1000, &cr, err, sizeof(err)), 0);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1001, &cr, err, sizeof(err)), 0);
-	ck_assert_str_eq(cr->token, "old");
-	ck_assert_int_eq(count_runs(), 4); /* expired: every use re-runs it */
+	ck_assert_int_eq(count_runs(), 3);
+	/* expired on arrival: used while the plugin may not run again, and
+	 * the plugin is not run for every use but after 10 s, then 20 s */
+	for (uint64_t t = 1001; t < 11000; t += 500) {
+		ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, t, &cr, err, sizeof(err)), 0);
+		ck_assert_str_eq(cr->token, "old");
+	}
+	ck_assert_int_eq(count_runs(), 3);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 11000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(count_runs(), 4);
+	for (uint64_t t = 11001; t < 31000; t += 500)
+		ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, t, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(count_runs(), 4);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 31000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(count_runs(), 5);
 	tl_kubeconfig_free(kc);
 }
 END_TEST
@@ -346,6 +365,188 @@ START_TEST(test_exec_failures)
 	ck_assert_int_lt(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), 0);
 	ck_assert_ptr_nonnull(strstr(err, "no-such-plugin-xyz"));
 	tl_kubeconfig_free(kc);
+}
+END_TEST
+
+/* ---- exec plugins on the loop ---- */
+
+struct async_ctx {
+	struct tl_loop *loop;
+	unsigned notified;
+	unsigned ticks;
+	bool made_go;
+};
+
+static void on_creds(void *userdata)
+{
+	struct async_ctx *a = userdata;
+
+	a->notified++;
+}
+
+static void make_go(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *userdata)
+{
+	struct async_ctx *a = userdata;
+
+	if (++a->ticks == 3) {
+		write_file("go", "", 0644);
+		a->made_go = true;
+	}
+}
+
+/* Runs the loop until the kubeconfig says its plugin is done (the plugins
+ * here end by themselves or by their deadline). */
+static void wait_notified(struct async_ctx *a, unsigned want)
+{
+	while (a->notified < want)
+		ck_assert_int_ge(tl_loop_run_once(a->loop, 1000), 0);
+}
+
+static struct tl_kubeconfig *async_kc(const char *arg, struct async_ctx *a)
+{
+	struct tl_kubeconfig *kc;
+	char yaml[1024], err[512];
+	int r;
+
+	write_file("plugin.sh", plugin, 0755);
+	snprintf(yaml, sizeof(yaml), HEAD CLUSTER("") USER("    exec:\n"
+		 "      apiVersion: client.authentication.k8s.io/v1\n"
+		 "      command: ./plugin.sh\n      args: [%s]\n"
+		 "      env: [{name: PLUGIN_TOKEN, value: t1}]\n"), arg);
+	kc = load_yaml(yaml, err, sizeof(err), &r);
+	ck_assert_msg(kc, "%s", err);
+	memset(a, 0, sizeof(*a));
+	ck_assert_int_eq(tl_loop_new(&a->loop), 0);
+	ck_assert_int_eq(tl_kubeconfig_subscribe(kc, on_creds, a), 0);
+	return kc;
+}
+
+START_TEST(test_exec_async_does_not_block)
+{
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc;
+	struct tl_timer *t;
+	struct async_ctx a;
+	char err[512];
+
+	kc = async_kc("wait-go", &a);
+	kc->exec->timeout_ms = 20000;
+	ck_assert_int_eq(tl_kubeconfig_attach(kc, a.loop), 0);
+	ck_assert_int_eq(tl_loop_add_timer(a.loop, 20, 20, make_go, &a, &t), 0);
+	/* nothing to send yet: the caller is told to wait, not given NULL */
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+						   sizeof(err)), -EAGAIN);
+	/* the plugin ends only after a timer on the same loop made its file:
+	 * the loop kept running while it ran */
+	wait_notified(&a, 1);
+	ck_assert(a.made_go);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+						   sizeof(err)), 0);
+	ck_assert_str_eq(cr->token, "after-go");
+	ck_assert_int_eq(count_runs(), 1);
+	tl_timer_free(t);
+	tl_kubeconfig_free(kc);
+	tl_loop_free(a.loop);
+}
+END_TEST
+
+START_TEST(test_exec_async_hang_killed)
+{
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc;
+	struct async_ctx a;
+	char err[512], p[512], buf[32];
+	FILE *f;
+	long pid;
+
+	kc = async_kc("hang", &a);
+	kc->exec->timeout_ms = 300;
+	ck_assert_int_eq(tl_kubeconfig_attach(kc, a.loop), 0);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+						   sizeof(err)), -EAGAIN);
+	wait_notified(&a, 1);
+	/* reported, with the key, and the caller still waits (a retry is due
+	 * later), it does not get a request without credentials */
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+						   sizeof(err)), -EAGAIN);
+	ck_assert_msg(strstr(err, "key users[0].user.exec: ") && strstr(err, "timed out"), "%s",
+		      err);
+	/* killed and reaped */
+	snprintf(p, sizeof(p), "%s/pid", dir);
+	f = fopen(p, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	pid = strtol(buf, NULL, 10);
+	ck_assert_int_gt(pid, 1);
+	ck_assert_int_eq(kill((pid_t)pid, 0), -1);
+	ck_assert_int_eq(errno, ESRCH);
+	ck_assert_int_eq(count_runs(), 1);
+	tl_kubeconfig_free(kc);
+	tl_loop_free(a.loop);
+}
+END_TEST
+
+START_TEST(test_exec_async_expired_no_storm)
+{
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc;
+	struct async_ctx a;
+	char err[512];
+
+	kc = async_kc("past", &a);
+	ck_assert_int_eq(tl_kubeconfig_attach(kc, a.loop), 0);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+						   sizeof(err)), -EAGAIN);
+	wait_notified(&a, 1);
+	/* every request asks; the expired credential is what there is */
+	for (int i = 0; i < 50; i++) {
+		ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+							   sizeof(err)), 0);
+		ck_assert_str_eq(cr->token, "old");
+		ck_assert_int_ge(tl_loop_run_once(a.loop, 1), 0);
+	}
+	ck_assert_uint_eq(a.notified, 1);
+	ck_assert_int_eq(count_runs(), 1);
+	tl_kubeconfig_free(kc);
+	tl_loop_free(a.loop);
+}
+END_TEST
+
+START_TEST(test_exec_async_401_reruns_once)
+{
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc;
+	struct async_ctx a;
+	uint64_t gen;
+	char err[512];
+
+	kc = async_kc("far", &a);
+	/* the first credentials as at start-up, before the loop; issued at
+	 * "1 ms", long before the 401s below */
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), 0);
+	gen = cr->generation;
+	ck_assert_int_eq(tl_kubeconfig_attach(kc, a.loop), 0);
+	/* two requests with them get 401 */
+	tl_kubeconfig_invalidate(kc, gen, tl_now_mono_ms());
+	tl_kubeconfig_invalidate(kc, gen, tl_now_mono_ms());
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+						   sizeof(err)), -EAGAIN);
+	wait_notified(&a, 1);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+						   sizeof(err)), 0);
+	ck_assert_uint_ne(cr->generation, gen);
+	ck_assert_int_eq(count_runs(), 2);
+	/* a late 401 for the old credentials changes nothing */
+	tl_kubeconfig_invalidate(kc, gen, tl_now_mono_ms());
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+						   sizeof(err)), 0);
+	for (int i = 0; i < 20; i++)
+		ck_assert_int_ge(tl_loop_run_once(a.loop, 10), 0);
+	ck_assert_uint_eq(a.notified, 1);
+	ck_assert_int_eq(count_runs(), 2);
+	tl_kubeconfig_free(kc);
+	tl_loop_free(a.loop);
 }
 END_TEST
 
@@ -407,6 +608,10 @@ int main(void)
 	tcase_add_test(tc, test_token_file_reread);
 	tcase_add_test(tc, test_exec_rerun);
 	tcase_add_test(tc, test_exec_failures);
+	tcase_add_test(tc, test_exec_async_does_not_block);
+	tcase_add_test(tc, test_exec_async_hang_killed);
+	tcase_add_test(tc, test_exec_async_expired_no_storm);
+	tcase_add_test(tc, test_exec_async_401_reruns_once);
 	tcase_add_test(tc, test_in_cluster);
 	tcase_add_test(tc, test_base64);
 	suite_add_tcase(s, tc);
