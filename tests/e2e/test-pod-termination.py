@@ -225,6 +225,8 @@ def check_kernel_names(evs, ids, what):
     names = {ids["app"]: "app", ids["istio-proxy"]: "istio-proxy", ids["pause"]: None}
     kern = [e for e in evs if e["source"] == "kernel"]
     for e in kern:
+        if e["type"] == "tcp.reset_sent" and e["containerId"] is None and e["container"] is None:
+            continue  # a refused connection: no socket, tied to the Pod by its IP
         if e["containerId"] not in names:
             raise AssertionError(f"{what}: kernel event of an unknown container: {e}")
         if e["container"] != names[e["containerId"]]:
@@ -431,6 +433,19 @@ def run(crash):
         term_proc = None
         by = {c["name"]: c for c in term["containers"]}
         assert by["app"]["exitCode"] == 0 and by["istio-proxy"]["signal"] == "SIGKILL", term
+        if not crash:
+            # A connection refused by the Pod (its app is gone) is answered by
+            # a reset that has no socket, hence no cgroup: termlined ties it
+            # to the Pod by its IP.
+            import socket
+            try:
+                socket.create_connection((pod["ip"], pod["appPort"]), timeout=5).close()
+                raise AssertionError(f"{pod['ip']}:{pod['appPort']} still accepts after the app exited")
+            except ConnectionRefusedError:
+                pass
+            refused = wait_event(agent, uid, lambda e: e["type"] == "tcp.reset_sent"
+                                 and e["local"] == f"{pod['ip']}:{pod['appPort']}", "the refused connection's reset")
+            assert refused["containerId"] is None and refused["container"] is None, refused
         with open(gate, "w"):
             pass  # the kubelet may now report the containers terminated
 
