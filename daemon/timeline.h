@@ -28,7 +28,16 @@
  * the first pod.deleted, which ends the timeline). Folded and dropped events
  * are counted in the document's "loss" and make it "complete": false. An
  * agent restart while a timeline
- * is open is recorded too (loss.agentRestarts, recorder.gaps). */
+ * is open is recorded too (loss.agentRestarts, recorder.gaps).
+ *
+ * Closing does not block the loop: the document is serialized and written
+ * by a forked writer process (copy-on-write snapshot of the timeline) and
+ * the close completes when it exits. Until then the timeline is "closing":
+ * listed, counted and served (from memory, the very document being
+ * written) as open. Events and metadata that arrive meanwhile are journaled
+ * and held aside: once the document is on disk they are counted as late,
+ * like events after a close; if the write fails they join the timeline,
+ * whose close is retried. */
 
 /* Provenance written into every document ("recorder"). Strings are copied. */
 struct tl_recorder {
@@ -48,6 +57,14 @@ struct tl_timelines_config {
 	uint32_t retention_hours; /* 0 = unlimited */
 	uint32_t fsync_ms;        /* journal fsync batching; 0 = default 200 */
 	struct tl_recorder recorder;
+	/* tl_timelines_free() waits this long for documents still being
+	 * written; 0 = default 5000. A writer still running then is killed and
+	 * its timeline stays journaled: the next start closes it again. */
+	uint32_t close_wait_ms;
+	/* Tests only (NULL in termlined): runs in the writer process before it
+	 * writes a document, so a test can hold a close in progress. */
+	void (*writer_hook)(void *ud);
+	void *writer_hook_ud;
 };
 
 struct tl_timelines;

@@ -41,7 +41,8 @@ static void fx_store(struct fx *f)
 	ck_assert_int_eq(tl_timelines_new(&f->cfg, f->loop, &f->t), 0);
 }
 
-static void fx_init(struct fx *f, uint32_t linger_s, uint32_t max_events)
+/* Everything but the store, so a test can change the configuration first. */
+static void fx_prepare(struct fx *f, uint32_t linger_s, uint32_t max_events)
 {
 	memset(f, 0, sizeof(*f));
 	f->dir = scn_tmpdir();
@@ -55,6 +56,11 @@ static void fx_init(struct fx *f, uint32_t linger_s, uint32_t max_events)
 		.recorder = { .agent_version = "0.1.0-test", .node = "node-1", .kernel = "6.18.0",
 			      .config_digest = "sha256:abc", .probes = probes },
 	};
+}
+
+static void fx_init(struct fx *f, uint32_t linger_s, uint32_t max_events)
+{
+	fx_prepare(f, linger_s, max_events);
 	fx_store(f);
 }
 
@@ -150,11 +156,16 @@ static bool file_exists(const char *path)
 
 struct wait_file {
 	const char *path;
+	const char *journal; /* when set, also wait for it to be gone */
 };
 
+/* The document is there and, with journal set, its close has completed
+ * (the writer process renames the file a moment before it exits). */
 static bool file_appears(void *ud)
 {
-	return file_exists(((struct wait_file *)ud)->path);
+	struct wait_file *w = ud;
+
+	return file_exists(w->path) && !(w->journal && file_exists(w->journal));
 }
 
 static bool none_open(void *ud)
@@ -398,7 +409,7 @@ START_TEST(test_linger_close_writes_atomically)
 	struct fx f;
 	char path[PATH_MAX], dir[PATH_MAX], jpath[PATH_MAX];
 	struct json_object *doc, *list;
-	struct wait_file w = { path };
+	struct wait_file w = { path, jpath };
 	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
 	int64_t closed0 = tl_metric_get("termline_timelines_closed_total", NULL);
 	int n;
@@ -452,7 +463,7 @@ START_TEST(test_unknown_pod_file_name)
 	struct fx f;
 	char path[PATH_MAX];
 	struct json_object *doc;
-	struct wait_file w = { path };
+	struct wait_file w = { path, NULL };
 
 	fx_init(&f, 0, 0);
 	ck_assert_int_eq(scn_termination(f.t, UID_A, tl_now_real_ns(), true), 14);
@@ -510,7 +521,7 @@ START_TEST(test_journal_replay_after_kill)
 	struct fx f;
 	char path[PATH_MAX], jpath[PATH_MAX];
 	struct json_object *doc;
-	struct wait_file w = { path };
+	struct wait_file w = { path, NULL };
 	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
 	int fd;
 
@@ -554,7 +565,7 @@ START_TEST(test_journal_unreadable_records_counted)
 	struct fx f;
 	char path[PATH_MAX], jpath[PATH_MAX];
 	struct json_object *doc;
-	struct wait_file w = { path };
+	struct wait_file w = { path, NULL };
 	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
 	int fd;
 
@@ -592,7 +603,7 @@ START_TEST(test_journal_replay_closes_lingering)
 	struct fx f;
 	char path[PATH_MAX];
 	struct json_object *doc;
-	struct wait_file w = { path };
+	struct wait_file w = { path, NULL };
 
 	fx_init(&f, 1, 0);
 	tl_timelines_free(f.t);
@@ -692,8 +703,8 @@ static bool only_b_exists(void *ud _unused_, const char *uid)
 START_TEST(test_close_missing_after_restart)
 {
 	struct fx f;
-	char path[PATH_MAX];
-	struct wait_file w = { path };
+	char path[PATH_MAX], jpath[PATH_MAX];
+	struct wait_file w = { path, jpath };
 	struct json_object *doc;
 	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
 
@@ -705,6 +716,7 @@ START_TEST(test_close_missing_after_restart)
 	fx_store(&f);
 	ck_assert_int_eq(tl_timelines_close_missing(f.t, only_b_exists, NULL), 1);
 	PATHF(path, "%s/timelines/shop/web-a_%s.json", f.dir, UID_A);
+	PATHF(jpath, "%s/journal/%s.jsonl", f.dir, UID_A);
 	ck_assert(scn_run_until(f.loop, file_appears, &w));
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
 	doc = json_object_from_file(path);
@@ -787,7 +799,7 @@ START_TEST(test_unwritable_directory)
 {
 	struct fx f;
 	char path[PATH_MAX], blocker[PATH_MAX];
-	struct wait_file w = { path };
+	struct wait_file w = { path, NULL };
 	struct json_object *doc;
 	int64_t errs0 = tl_metric_get("termline_disk_errors_total", NULL);
 	int fd;
@@ -830,7 +842,7 @@ START_TEST(test_disk_full_tmpfs)
 {
 	struct fx f;
 	char state[PATH_MAX], fill[PATH_MAX], path[PATH_MAX];
-	struct wait_file w = { path };
+	struct wait_file w = { path, NULL };
 	struct json_object *doc;
 	int64_t errs0;
 	char buf[4096];
@@ -887,6 +899,320 @@ START_TEST(test_disk_full_tmpfs)
 }
 END_TEST
 
+/* ---- closing through the writer process ---- */
+
+/* Holds a document writer until the test opens the gate: the writer
+ * process says it started (a file) and waits for another file. */
+struct gate {
+	char started[PATH_MAX], open[PATH_MAX];
+	pid_t owner;
+};
+
+static void gate_hook(void *ud) /* runs in the writer process */
+{
+	struct gate *g = ud;
+	int fd = open(g->started, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+	if (fd >= 0)
+		close(fd);
+	while (access(g->open, F_OK) < 0) {
+		if (getppid() != g->owner)
+			_exit(1); /* the test died: do not linger */
+		usleep(1000);
+	}
+}
+
+static void fx_init_gated(struct fx *f, struct gate *g, uint32_t max_events, uint32_t wait_ms)
+{
+	fx_prepare(f, 0, max_events);
+	PATHF(g->started, "%s/writer-started", f->dir);
+	PATHF(g->open, "%s/writer-go", f->dir);
+	g->owner = getpid();
+	f->cfg.writer_hook = gate_hook;
+	f->cfg.writer_hook_ud = g;
+	f->cfg.close_wait_ms = wait_ms;
+	fx_store(f);
+}
+
+static void touch(const char *path)
+{
+	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
+static bool writer_started(void *ud)
+{
+	return file_exists(((struct gate *)ud)->started);
+}
+
+struct ticker {
+	uint64_t ticks, until;
+};
+
+static void tick_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_, void *ud)
+{
+	((struct ticker *)ud)->ticks++;
+}
+
+static bool ticked(void *ud)
+{
+	struct ticker *k = ud;
+
+	return k->ticks >= k->until;
+}
+
+static char *read_all(const char *path, size_t *ret_len)
+{
+	FILE *fp = fopen(path, "re");
+	char *buf;
+	long n;
+
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_int_eq(fseek(fp, 0, SEEK_END), 0);
+	n = ftell(fp);
+	ck_assert_int_gt(n, 0);
+	rewind(fp);
+	buf = malloc((size_t)n);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	*ret_len = (size_t)n;
+	return buf;
+}
+
+/* A 50 000-event document is written while the loop goes on: a 10 ms timer
+ * on the same loop keeps firing while the writer runs (it is held until the
+ * test saw the ticks, so this does not depend on how fast the machine is).
+ * Meanwhile the timeline is listed once, as open, and served from memory
+ * byte for byte as the file that is then written. */
+START_TEST(test_close_does_not_block_loop)
+{
+	enum { N = 50000 };
+	struct fx f;
+	struct gate g;
+	struct ticker k = { 0, 0 };
+	struct tl_timer *tick;
+	char path[PATH_MAX], jpath[PATH_MAX];
+	struct wait_file w = { path, jpath };
+	struct json_object *list;
+	char *served = NULL, *file;
+	size_t served_len = 0, file_len;
+	int64_t t0 = tl_now_real_ns() - 3600 * SCN_S;
+	int64_t closed0 = tl_metric_get("termline_timelines_closed_total", NULL);
+
+	fx_init_gated(&f, &g, N + 1000, 0);
+	set_meta(f.t, "shop", "big", UID_A);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(scn_add(f.t, UID_A, i % 2 ? "http.request" : "process.exec",
+					 t0 + (int64_t)i * 1000000), 0);
+	ck_assert_int_eq(tl_loop_add_timer(f.loop, 10, 10, tick_cb, &k, &tick), 0);
+	ck_assert_int_eq(scn_add(f.t, UID_A, "pod.deleted", t0 + (int64_t)N * 1000000), 0);
+	PATHF(path, "%s/timelines/shop/big_%s.json", f.dir, UID_A);
+	PATHF(jpath, "%s/journal/%s.jsonl", f.dir, UID_A);
+
+	ck_assert(scn_run_until(f.loop, writer_started, &g));
+	k.until = k.ticks + 5;
+	ck_assert(scn_run_until(f.loop, ticked, &k));
+	/* The writer is still held: the ticks happened during the close. */
+	ck_assert(!file_exists(path));
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
+	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_uint_eq(jlen(list, "timelines"), 1);
+	ck_assert_str_eq(jstr(list, "timelines.0.state"), "open");
+	ck_assert_int_eq(jint(list, "timelines.0.events"), N + 1);
+	json_object_put(list);
+	ck_assert_int_eq(tl_timelines_get(f.t, "shop", "big", NULL, &served, &served_len), 0);
+
+	touch(g.open);
+	ck_assert(scn_run_until(f.loop, file_appears, &w));
+	ck_assert_uint_gt(k.ticks, k.until - 1);
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 0);
+	ck_assert_int_eq(tl_metric_get("termline_timelines_closed_total", NULL), closed0 + 1);
+	file = read_all(path, &file_len);
+	ck_assert_uint_eq(file_len, served_len);
+	ck_assert(memcmp(file, served, file_len) == 0);
+	free(file);
+	free(served);
+	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_uint_eq(jlen(list, "timelines"), 1);
+	ck_assert_str_eq(jstr(list, "timelines.0.state"), "closed");
+	ck_assert_int_eq(jint(list, "timelines.0.events"), N + 1);
+	json_object_put(list);
+	tl_timer_free(tick);
+	fx_done(&f);
+}
+END_TEST
+
+/* Events and metadata that arrive while the document is being written are
+ * not in it: once it is on disk they are counted as late, like events
+ * after a close. */
+START_TEST(test_events_while_closing_counted_late)
+{
+	struct fx f;
+	struct gate g;
+	char path[PATH_MAX], jpath[PATH_MAX];
+	struct wait_file w = { path, jpath };
+	struct json_object *doc;
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+	int64_t late0 = tl_metric_get("termline_timeline_late_events_total", NULL);
+
+	fx_init_gated(&f, &g, 0, 0);
+	set_meta(f.t, "shop", "web-a", UID_A);
+	ck_assert_int_eq(scn_termination(f.t, UID_A, t0, true), 14);
+	PATHF(path, "%s/timelines/shop/web-a_%s.json", f.dir, UID_A);
+	PATHF(jpath, "%s/journal/%s.jsonl", f.dir, UID_A);
+	ck_assert(scn_run_until(f.loop, writer_started, &g));
+	ck_assert_int_eq(scn_add(f.t, UID_A, "tcp.reset_sent", t0 + 40 * SCN_S), 0);
+	ck_assert_int_eq(scn_add(f.t, UID_A, "tcp.reset_received", t0 + 41 * SCN_S), 0);
+	set_meta(f.t, "shop", "renamed", UID_A);
+	tl_timelines_note_kernel_loss(f.t, 7);
+	doc = get_doc(f.t, "shop", "web-a", NULL); /* the document being written */
+	ck_assert_uint_eq(jlen(doc, "events"), 14);
+	ck_assert(jbool(doc, "complete"));
+	json_object_put(doc);
+
+	touch(g.open);
+	ck_assert(scn_run_until(f.loop, file_appears, &w));
+	doc = json_object_from_file(path);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_uint_eq(jlen(doc, "events"), 14);
+	ck_assert_str_eq(jstr(doc, "pod.name"), "web-a");
+	ck_assert(jbool(doc, "complete"));
+	json_object_put(doc);
+	ck_assert_int_eq(scn_validate(path), 0);
+	ck_assert_int_eq(tl_metric_get("termline_timeline_late_events_total", NULL), late0 + 3);
+	/* and after the close, as before */
+	ck_assert_int_eq(scn_add(f.t, UID_A, "tcp.reset_sent", t0 + 50 * SCN_S), 0);
+	ck_assert_int_eq(tl_metric_get("termline_timeline_late_events_total", NULL), late0 + 4);
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 0);
+	fx_done(&f);
+}
+END_TEST
+
+/* The writer process cannot write (a file where the namespace directory
+ * must go): the error is counted, the timeline stays open with what arrived
+ * during the attempt, and the retry writes all of it once the way is clear. */
+START_TEST(test_writer_disk_error_retried)
+{
+	struct fx f;
+	struct gate g;
+	char path[PATH_MAX], jpath[PATH_MAX], blocker[PATH_MAX];
+	struct wait_file w = { path, jpath };
+	struct json_object *doc;
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+	int64_t errs0 = tl_metric_get("termline_disk_errors_total", NULL);
+	int64_t late0 = tl_metric_get("termline_timeline_late_events_total", NULL);
+
+	fx_init_gated(&f, &g, 0, 0);
+	PATHF(blocker, "%s/timelines/shop", f.dir);
+	touch(blocker);
+	set_meta(f.t, "shop", "web-a", UID_A);
+	ck_assert_int_eq(scn_termination(f.t, UID_A, t0, true), 14);
+	PATHF(path, "%s/timelines/shop/web-a_%s.json", f.dir, UID_A);
+	PATHF(jpath, "%s/journal/%s.jsonl", f.dir, UID_A);
+	ck_assert(scn_run_until(f.loop, writer_started, &g));
+	ck_assert_int_eq(scn_add(f.t, UID_A, "tcp.reset_sent", t0 + 40 * SCN_S), 0);
+	tl_timelines_note_kernel_loss(f.t, 7);
+	touch(g.open);
+	ck_assert(scn_run_until(f.loop, disk_error_seen, &errs0));
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
+	doc = get_doc(f.t, "shop", "web-a", NULL);
+	ck_assert_uint_eq(jlen(doc, "events"), 15);
+	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
+	ck_assert_int_eq(jint(doc, "loss.kernelEventsDropped"), 7);
+	ck_assert(!jbool(doc, "complete"));
+	json_object_put(doc);
+
+	ck_assert_int_eq(unlink(blocker), 0);
+	ck_assert(scn_run_until(f.loop, file_appears, &w));
+	doc = json_object_from_file(path);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_uint_eq(jlen(doc, "events"), 15);
+	ck_assert_str_eq(jstr(doc, "events.14.type"), "tcp.reset_sent");
+	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
+	ck_assert_int_eq(jint(doc, "loss.kernelEventsDropped"), 7);
+	json_object_put(doc);
+	ck_assert_int_eq(scn_validate(path), 0);
+	/* kept, hence not late */
+	ck_assert_int_eq(tl_metric_get("termline_timeline_late_events_total", NULL), late0);
+	fx_done(&f);
+}
+END_TEST
+
+/* The agent stops while a writer is still at work and does not finish in
+ * time: nothing is written, the journal stays, and the next start closes
+ * the timeline again with everything, what arrived during the close too. */
+START_TEST(test_shutdown_during_write_keeps_journal)
+{
+	struct fx f;
+	struct gate g;
+	char path[PATH_MAX], jpath[PATH_MAX], dir[PATH_MAX];
+	struct wait_file w = { path, jpath };
+	struct json_object *doc;
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+
+	fx_init_gated(&f, &g, 0, 200);
+	set_meta(f.t, "shop", "web-a", UID_A);
+	ck_assert_int_eq(scn_termination(f.t, UID_A, t0, true), 14);
+	PATHF(dir, "%s/timelines/shop", f.dir);
+	PATHF(path, "%s/web-a_%s.json", dir, UID_A);
+	PATHF(jpath, "%s/journal/%s.jsonl", f.dir, UID_A);
+	ck_assert(scn_run_until(f.loop, writer_started, &g));
+	ck_assert_int_eq(scn_add(f.t, UID_A, "tcp.reset_sent", t0 + 40 * SCN_S), 0);
+	tl_timelines_free(f.t); /* the gate stays shut: the writer is given up */
+	f.t = NULL;
+	ck_assert(!file_exists(path));
+	ck_assert(file_exists(jpath));
+	ck_assert_uint_eq(count_entries(dir), 0);
+
+	touch(g.open);
+	fx_store(&f);
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
+	ck_assert(scn_run_until(f.loop, file_appears, &w));
+	doc = json_object_from_file(path);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_uint_eq(jlen(doc, "events"), 15);
+	ck_assert_int_eq(jint(doc, "loss.agentRestarts"), 1);
+	json_object_put(doc);
+	ck_assert_int_eq(scn_validate(path), 0);
+	fx_done(&f);
+}
+END_TEST
+
+/* A writer that finishes within close_wait_ms completes the close at
+ * shutdown: the document is indexed and the journal gone. */
+START_TEST(test_shutdown_waits_for_writer)
+{
+	struct fx f;
+	struct gate g;
+	char path[PATH_MAX], jpath[PATH_MAX];
+	struct json_object *list;
+	int64_t closed0 = tl_metric_get("termline_timelines_closed_total", NULL);
+
+	fx_init_gated(&f, &g, 0, 30000);
+	set_meta(f.t, "shop", "web-a", UID_A);
+	ck_assert_int_eq(scn_termination(f.t, UID_A, tl_now_real_ns() - 100 * SCN_S, true), 14);
+	PATHF(path, "%s/timelines/shop/web-a_%s.json", f.dir, UID_A);
+	PATHF(jpath, "%s/journal/%s.jsonl", f.dir, UID_A);
+	ck_assert(scn_run_until(f.loop, writer_started, &g));
+	touch(g.open);
+	tl_timelines_free(f.t);
+	f.t = NULL;
+	ck_assert(file_exists(path));
+	ck_assert(!file_exists(jpath));
+	ck_assert_int_eq(tl_metric_get("termline_timelines_closed_total", NULL), closed0 + 1);
+	fx_store(&f);
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 0);
+	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_uint_eq(jlen(list, "timelines"), 1);
+	ck_assert_str_eq(jstr(list, "timelines.0.state"), "closed");
+	json_object_put(list);
+	fx_done(&f);
+}
+END_TEST
+
 static Suite *timeline_suite(void)
 {
 	Suite *s = suite_create("timeline");
@@ -909,6 +1235,11 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_retention_by_age);
 	tcase_add_test(tc, test_unwritable_directory);
 	tcase_add_test(tc, test_disk_full_tmpfs);
+	tcase_add_test(tc, test_close_does_not_block_loop);
+	tcase_add_test(tc, test_events_while_closing_counted_late);
+	tcase_add_test(tc, test_writer_disk_error_retried);
+	tcase_add_test(tc, test_shutdown_during_write_keeps_journal);
+	tcase_add_test(tc, test_shutdown_waits_for_writer);
 	suite_add_tcase(s, tc);
 	return s;
 }
