@@ -516,25 +516,34 @@ static void child_records_then_dies(struct fx *f, int64_t t0, bool deleted)
 	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
+/* A store that recorded and was SIGKILLed (see child_records_then_dies),
+ * with tail appended to its journal as damage; f is left without a store. */
+static void journal_after_kill(struct fx *f, int64_t t0, const char *tail)
+{
+	char jpath[PATH_MAX];
+	int fd;
+
+	fx_init(f, 1, 0);
+	tl_timelines_free(f->t);
+	f->t = NULL;
+	child_records_then_dies(f, t0, false);
+	PATHF(jpath, "%s/journal/%s.jsonl", f->dir, UID_A);
+	fd = open(jpath, O_WRONLY | O_APPEND);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, tail, strlen(tail)), (ssize_t)strlen(tail));
+	close(fd);
+}
+
 START_TEST(test_journal_replay_after_kill)
 {
 	struct fx f;
-	char path[PATH_MAX], jpath[PATH_MAX];
+	char path[PATH_MAX];
 	struct json_object *doc;
 	struct wait_file w = { path, NULL };
 	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
-	int fd;
 
-	fx_init(&f, 1, 0);
-	tl_timelines_free(f.t);
-	f.t = NULL;
-	child_records_then_dies(&f, t0, false);
 	/* A write torn by the kill must not break the replay. */
-	PATHF(jpath, "%s/journal/%s.jsonl", f.dir, UID_A);
-	fd = open(jpath, O_WRONLY | O_APPEND);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, "{\"k\":\"ev\",\"e\":{\"ti", 18), 18);
-	close(fd);
+	journal_after_kill(&f, t0, "{\"k\":\"ev\",\"e\":{\"ti");
 
 	fx_store(&f);
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
@@ -563,21 +572,12 @@ START_TEST(test_journal_unreadable_records_counted)
 {
 	static const char damage[] = "garbage{{\n{\"k\":\"ev\",\"e\":{\"time\":\"x\"}}\n{\"k\":\"ev\",\"e\":{\"ti";
 	struct fx f;
-	char path[PATH_MAX], jpath[PATH_MAX];
+	char path[PATH_MAX];
 	struct json_object *doc;
 	struct wait_file w = { path, NULL };
 	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
-	int fd;
 
-	fx_init(&f, 1, 0);
-	tl_timelines_free(f.t);
-	f.t = NULL;
-	child_records_then_dies(&f, t0, false);
-	PATHF(jpath, "%s/journal/%s.jsonl", f.dir, UID_A);
-	fd = open(jpath, O_WRONLY | O_APPEND);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, damage, strlen(damage)), (ssize_t)strlen(damage));
-	close(fd);
+	journal_after_kill(&f, t0, damage);
 
 	fx_store(&f);
 	tl_timelines_free(f.t);
