@@ -29,6 +29,7 @@
 #include "metrics.h"
 #include "termline-events.h"
 #include "macro.h"
+#include "../check-run.h"
 
 #define MAX_EVENTS 4096
 #define WAIT_LIMIT_MS 10000
@@ -1028,7 +1029,6 @@ int main(int argc, char **argv)
 {
 	const char *ci = getenv("CI");
 	char root[512];
-	SRunner *sr;
 	int failed;
 
 	self_exe = "/proc/self/exe";
@@ -1051,10 +1051,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "test-bpf: mkdir %s: %s\n", run_dir, strerror(errno));
 		return 1;
 	}
-	sr = srunner_create(bpf_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = tl_check_run(bpf_suite());
 	if (nftw(run_dir, remove_dir, 16, FTW_DEPTH | FTW_PHYS) != 0)
 		fprintf(stderr, "test-bpf: could not remove all of %s\n", run_dir);
 	return failed ? 1 : 0;

@@ -12,6 +12,7 @@
 
 #include "cgroup-map.h"
 #include "loop.h"
+#include "../check-run.h"
 
 struct seen {
 	uint64_t added[8], removed[8];
@@ -170,7 +171,6 @@ int main(void)
 	const char *ci = getenv("CI");
 	Suite *s = suite_create("cgroup-live");
 	TCase *tc = tcase_create("simpod");
-	SRunner *sr;
 	int failed;
 
 	if (geteuid() != 0) {
@@ -183,10 +183,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, live_simpod);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = tl_check_run(s);
 	/* a failed run must not leave pods (processes, cgroups) behind */
 	{
 		char cmd[1024];

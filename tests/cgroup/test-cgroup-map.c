@@ -13,6 +13,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "macro.h"
+#include "../check-run.h"
 
 #define UID1 "5f3c9a2e-1b7d-4c8e-9f0a-123456789abc"
 #define UID1S "5f3c9a2e_1b7d_4c8e_9f0a_123456789abc"
@@ -562,11 +563,7 @@ static Suite *map_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(map_suite());
-	int failed;
+	int failed = tl_check_run(map_suite());
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

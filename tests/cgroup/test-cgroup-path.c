@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cgroup-path.h"
+#include "../check-run.h"
 
 /* A pod UID in API form, as the systemd driver writes it, and a 64-hex id. */
 #define UID "5f3c9a2e-1b7d-4c8e-9f0a-123456789abc"
@@ -276,11 +277,7 @@ static Suite *path_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(path_suite());
-	int failed;
+	int failed = tl_check_run(path_suite());
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -16,6 +16,7 @@
 
 #include "options.h"
 #include "termline-config.h"
+#include "../check-run.h"
 
 #define ARGV(...) ((const char *const[]){"termlined", __VA_ARGS__, NULL})
 #define ARGV0 ((const char *const[]){"termlined", NULL})
@@ -825,11 +826,7 @@ static Suite *options_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(options_suite());
-	int failed;
+	int failed = tl_check_run(options_suite());
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

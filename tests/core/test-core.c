@@ -12,6 +12,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "macro.h"
+#include "../check-run.h"
 
 /* ---- clock ---- */
 
@@ -269,11 +270,7 @@ static Suite *core_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(core_suite());
-	int failed;
+	int failed = tl_check_run(core_suite());
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

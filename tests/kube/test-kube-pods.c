@@ -7,6 +7,7 @@
 
 #include "kube-pods.h"
 #include "macro.h"
+#include "../check-run.h"
 
 #define UID1 "11111111-1111-4111-8111-111111111111"
 #define UID2 "22222222-2222-4222-8222-222222222222"
@@ -330,7 +331,6 @@ int main(void)
 {
 	Suite *s = suite_create("kube-pods");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
 	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -341,9 +341,6 @@ int main(void)
 	tcase_add_test(tc, test_endpoints);
 	tcase_add_test(tc, test_endpoint_by_uid_and_defaults);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = tl_check_run(s);
 	return failed ? 1 : 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kube-stream.h"
+#include "../check-run.h"
 
 struct collect {
 	struct json_object *out; /* array of the values' JSON text */
@@ -202,7 +203,6 @@ int main(void)
 {
 	Suite *s = suite_create("kube-stream");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
 	int failed;
 
 	tcase_add_test(tc, test_recorded_watch_every_split);
@@ -211,9 +211,6 @@ int main(void)
 	tcase_add_test(tc, test_depth_limit);
 	tcase_add_test(tc, test_callback_stops_feed_and_reset);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = tl_check_run(s);
 	return failed ? 1 : 0;
 }

@@ -2,6 +2,7 @@
 #include <check.h>
 
 #include "kube-watch.h"
+#include "../check-run.h"
 
 START_TEST(test_backoff_grows_capped_jittered)
 {
@@ -30,14 +31,10 @@ int main(void)
 {
 	Suite *s = suite_create("kube-watch");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
 	int failed;
 
 	tcase_add_test(tc, test_backoff_grows_capped_jittered);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = tl_check_run(s);
 	return failed ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include "kubeconfig.h"
 #include "loop.h"
 #include "macro.h"
+#include "../check-run.h"
 
 static char dir[256];
 
@@ -598,7 +599,6 @@ int main(void)
 {
 	Suite *s = suite_create("kubeconfig");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
 	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -615,9 +615,6 @@ int main(void)
 	tcase_add_test(tc, test_in_cluster);
 	tcase_add_test(tc, test_base64);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = tl_check_run(s);
 	return failed ? 1 : 0;
 }

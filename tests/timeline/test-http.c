@@ -14,6 +14,7 @@
 #include "http-server.h"
 #include "metrics.h"
 #include "scenario.h"
+#include "../check-run.h"
 
 #define UID_OLD "aaaaaaaa-0000-4000-8000-00000000000a"
 #define UID_NEW "bbbbbbbb-0000-4000-8000-00000000000b"
@@ -307,7 +308,6 @@ int main(void)
 {
 	Suite *s = suite_create("timeline-http");
 	TCase *tc = tcase_create("http");
-	SRunner *sr;
 	int failed;
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -315,10 +315,7 @@ int main(void)
 	tcase_add_test(tc, test_http_api);
 	tcase_add_test(tc, test_http_bad_listen);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = tl_check_run(s);
 	curl_global_cleanup();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

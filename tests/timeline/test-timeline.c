@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "scenario.h"
 #include "macro.h"
+#include "../check-run.h"
 
 #define UID_A "aaaaaaaa-0000-4000-8000-000000000001"
 #define UID_B "bbbbbbbb-0000-4000-8000-000000000002"
@@ -1246,11 +1247,7 @@ static Suite *timeline_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(timeline_suite());
-	int failed;
+	int failed = tl_check_run(timeline_suite());
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
