@@ -169,6 +169,17 @@ static bool file_appears(void *ud)
 	return file_exists(w->path) && !(w->journal && file_exists(w->journal));
 }
 
+/* Runs the loop until the document w names is written, and reads it. */
+static struct json_object *wait_doc(struct fx *f, struct wait_file *w)
+{
+	struct json_object *doc;
+
+	ck_assert(scn_run_until(f->loop, file_appears, w));
+	doc = json_object_from_file(w->path);
+	ck_assert_ptr_nonnull(doc);
+	return doc;
+}
+
 static bool none_open(void *ud)
 {
 	return tl_timelines_open_count(ud) == 0;
@@ -469,9 +480,7 @@ START_TEST(test_unknown_pod_file_name)
 	fx_init(&f, 0, 0);
 	ck_assert_int_eq(scn_termination(f.t, UID_A, tl_now_real_ns(), true), 14);
 	PATHF(path, "%s/timelines/_unknown/%s.json", f.dir, UID_A);
-	ck_assert(scn_run_until(f.loop, file_appears, &w));
-	doc = json_object_from_file(path);
-	ck_assert_ptr_nonnull(doc);
+	doc = wait_doc(&f, &w);
 	ck_assert(json_object_is_type(jget(doc, "pod.namespace"), json_type_null));
 	ck_assert(json_object_is_type(jget(doc, "pod.name"), json_type_null));
 	/* Containers known only from the kernel side. */
@@ -550,9 +559,7 @@ START_TEST(test_journal_replay_after_kill)
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
 	ck_assert_int_eq(scn_add(f.t, UID_A, "pod.deleted", t0 + 31 * SCN_S), 0);
 	PATHF(path, "%s/timelines/shop/web-4_%s.json", f.dir, UID_A);
-	ck_assert(scn_run_until(f.loop, file_appears, &w));
-	doc = json_object_from_file(path);
-	ck_assert_ptr_nonnull(doc);
+	doc = wait_doc(&f, &w);
 	ck_assert_uint_eq(jlen(doc, "events"), 14);
 	ck_assert_str_eq(jstr(doc, "pod.name"), "web-4");
 	ck_assert_int_eq(jint(doc, "loss.kernelEventsDropped"), 5);
@@ -586,9 +593,7 @@ START_TEST(test_journal_unreadable_records_counted)
 	fx_store(&f);
 	ck_assert_int_eq(scn_add(f.t, UID_A, "pod.deleted", t0 + 31 * SCN_S), 0);
 	PATHF(path, "%s/timelines/shop/web-4_%s.json", f.dir, UID_A);
-	ck_assert(scn_run_until(f.loop, file_appears, &w));
-	doc = json_object_from_file(path);
-	ck_assert_ptr_nonnull(doc);
+	doc = wait_doc(&f, &w);
 	ck_assert_uint_eq(jlen(doc, "events"), 14);
 	ck_assert_int_eq(jint(doc, "loss.diskErrors"), 3);
 	ck_assert_int_eq(jint(doc, "loss.agentRestarts"), 2);
@@ -613,9 +618,7 @@ START_TEST(test_journal_replay_closes_lingering)
 	child_records_then_dies(&f, tl_now_real_ns() - 100 * SCN_S, true);
 	fx_store(&f);
 	PATHF(path, "%s/timelines/shop/web-4_%s.json", f.dir, UID_A);
-	ck_assert(scn_run_until(f.loop, file_appears, &w));
-	doc = json_object_from_file(path);
-	ck_assert_ptr_nonnull(doc);
+	doc = wait_doc(&f, &w);
 	ck_assert_uint_eq(jlen(doc, "events"), 14);
 	json_object_put(doc);
 	ck_assert_int_eq(scn_validate(path), 0);
@@ -823,9 +826,7 @@ START_TEST(test_unwritable_directory)
 
 	ck_assert_int_eq(unlink(blocker), 0);
 	PATHF(path, "%s/timelines/shop/web-a_%s.json", f.dir, UID_A);
-	ck_assert(scn_run_until(f.loop, file_appears, &w));
-	doc = json_object_from_file(path);
-	ck_assert_ptr_nonnull(doc);
+	doc = wait_doc(&f, &w);
 	ck_assert(!jbool(doc, "complete"));
 	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
 	ck_assert_uint_eq(jlen(doc, "events"), 14);
@@ -884,9 +885,7 @@ START_TEST(test_disk_full_tmpfs)
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
 	ck_assert_int_eq(unlink(fill), 0);
 	PATHF(path, "%s/timelines/shop/web-a_%s.json", state, UID_A);
-	ck_assert(scn_run_until(f.loop, file_appears, &w));
-	doc = json_object_from_file(path);
-	ck_assert_ptr_nonnull(doc);
+	doc = wait_doc(&f, &w);
 	ck_assert(!jbool(doc, "complete"));
 	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 2);
 	ck_assert_uint_eq(jlen(doc, "events"), 15);
@@ -1075,9 +1074,7 @@ START_TEST(test_events_while_closing_counted_late)
 	json_object_put(doc);
 
 	touch(g.open);
-	ck_assert(scn_run_until(f.loop, file_appears, &w));
-	doc = json_object_from_file(path);
-	ck_assert_ptr_nonnull(doc);
+	doc = wait_doc(&f, &w);
 	ck_assert_uint_eq(jlen(doc, "events"), 14);
 	ck_assert_str_eq(jstr(doc, "pod.name"), "web-a");
 	ck_assert(jbool(doc, "complete"));
@@ -1127,9 +1124,7 @@ START_TEST(test_writer_disk_error_retried)
 	json_object_put(doc);
 
 	ck_assert_int_eq(unlink(blocker), 0);
-	ck_assert(scn_run_until(f.loop, file_appears, &w));
-	doc = json_object_from_file(path);
-	ck_assert_ptr_nonnull(doc);
+	doc = wait_doc(&f, &w);
 	ck_assert_uint_eq(jlen(doc, "events"), 15);
 	ck_assert_str_eq(jstr(doc, "events.14.type"), "tcp.reset_sent");
 	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
@@ -1171,9 +1166,7 @@ START_TEST(test_shutdown_during_write_keeps_journal)
 	touch(g.open);
 	fx_store(&f);
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
-	ck_assert(scn_run_until(f.loop, file_appears, &w));
-	doc = json_object_from_file(path);
-	ck_assert_ptr_nonnull(doc);
+	doc = wait_doc(&f, &w);
 	ck_assert_uint_eq(jlen(doc, "events"), 15);
 	ck_assert_int_eq(jint(doc, "loss.agentRestarts"), 1);
 	json_object_put(doc);
