@@ -35,7 +35,8 @@
 /* How often the BOOTTIME->REALTIME offset is re-sampled: NTP slews move
  * REALTIME by at most 500 ppm, i.e. 30 ms per minute. */
 #define CLOCK_RESAMPLE_MS 60000
-#define LOSS_CHECK_MS 1000
+/* Once a second: ring-buffer loss, API errors to log, Pod IPs to expire. */
+#define HOUSEKEEPING_MS 1000
 /* A container's last events (its exit, a reset) sit in the ring buffer for
  * up to one drain period after its cgroup is already removed, and inotify
  * may be read first: removed cgroups stay attributable for a while. */
@@ -58,7 +59,7 @@ struct agent {
 	struct tl_timelines *timelines;
 	struct tl_http *http;
 	struct tl_timer *clock_timer;
-	struct tl_timer *loss_timer;
+	struct tl_timer *housekeeping_timer;
 	FILE *emit_out;
 	int sigfd;
 	uint64_t dropped_seen;
@@ -434,7 +435,7 @@ static bool pod_known(void *ud, const char *uid)
 	return meta != NULL;
 }
 
-static void on_loss_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *ud)
+static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *ud)
 {
 	struct agent *a = ud;
 	uint64_t dropped;
@@ -448,9 +449,8 @@ static void on_loss_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unu
 			tl_warn("api: %s", e);
 			snprintf(a->api_error, sizeof(a->api_error), "%s", e);
 		}
-	}
-	if (a->kube)
 		expire_pod_ips(a);
+	}
 	/* Pods deleted while the agent was down never send pod.deleted: once
 	 * the first LIST is in, their replayed timelines are closed. */
 	if (a->kube && a->timelines && !a->missing_closed && tl_kube_synced(a->kube)) {
@@ -468,8 +468,6 @@ static void on_loss_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unu
 			tl_timelines_note_kernel_loss(a->timelines, dropped - a->dropped_seen);
 		a->dropped_seen = dropped;
 	}
-	tl_metric_set("termline_timelines_open", NULL,
-		      a->timelines ? (int64_t)tl_timelines_open_count(a->timelines) : 0);
 }
 
 static int on_signal(struct tl_loop *loop, int fd, uint32_t events _unused_, void *ud _unused_)
@@ -512,7 +510,6 @@ static void describe_metrics(void)
 			   "Events recorded, by type and source.");
 	tl_metric_describe("termline_events_unattributed_total", TL_METRIC_COUNTER,
 			   "Events that could not be attributed to a Pod.");
-	tl_metric_describe("termline_timelines_open", TL_METRIC_GAUGE, "Timelines open now.");
 }
 
 static int agent_start(struct agent *a)
@@ -664,8 +661,8 @@ static int agent_start(struct agent *a)
 	r = tl_loop_add_timer(a->loop, CLOCK_RESAMPLE_MS, CLOCK_RESAMPLE_MS, on_clock_timer, a,
 			      &a->clock_timer);
 	if (r >= 0)
-		r = tl_loop_add_timer(a->loop, LOSS_CHECK_MS, LOSS_CHECK_MS, on_loss_timer, a,
-				      &a->loss_timer);
+		r = tl_loop_add_timer(a->loop, HOUSEKEEPING_MS, HOUSEKEEPING_MS, on_housekeeping, a,
+				      &a->housekeeping_timer);
 	if (r < 0) {
 		tl_error("timers: %s", strerror(-r));
 		return 1;
@@ -741,7 +738,7 @@ static void agent_stop(struct agent *a)
 	tl_cgroup_map_free(a->cgroups);
 	tl_bpf_free(a->bpf);
 	tl_timer_free(a->clock_timer);
-	tl_timer_free(a->loss_timer);
+	tl_timer_free(a->housekeeping_timer);
 	if (a->sigfd >= 0) {
 		if (a->loop)
 			tl_loop_del_io(a->loop, a->sigfd);
