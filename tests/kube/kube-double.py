@@ -413,6 +413,13 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def server_bind(self):
+        # HTTPServer.server_bind() resolves the host name (socket.getfqdn):
+        # a DNS query that blocks where no resolver answers. Not needed.
+        import socketserver
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
 
 def main():
     ap = argparse.ArgumentParser()
