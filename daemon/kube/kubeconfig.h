@@ -29,9 +29,6 @@ struct tl_kube_creds {
 
 struct tl_loop;
 struct kc_exec_state;
-/* Called when an exec plugin run on the loop ended (well or not): whoever
- * got -EAGAIN asks again. */
-typedef void (*tl_kube_creds_cb)(void *userdata);
 
 struct tl_kubeconfig {
 	char *source;          /* the file, or "in-cluster config" */
@@ -68,43 +65,14 @@ int tl_kubeconfig_in_cluster(const char *sa_dir, struct tl_kubeconfig **ret, cha
 			     size_t errlen);
 void tl_kubeconfig_free(struct tl_kubeconfig *kc);
 
-/* Current credentials: re-reads a token file older than
- * TL_KUBE_TOKEN_REREAD_MS, re-runs an exec plugin from TL_KUBE_EXEC_EARLY_NS
- * before its expiration, and does both when force is set (the same as
- * tl_kubeconfig_invalidate() of the credentials in force). On failure the
- * previous credentials stay in force, err says why, and -errno is returned.
- *
- * Exec plugin re-runs are rate-limited: after a run that gave nothing
- * usable (it failed, or its credential was already expired or about to
- * be) the next waits TL_KUBE_EXEC_RETRY_MS, doubling up to
- * TL_KUBE_EXEC_RETRY_MAX_MS; a credential rejected (401) within
- * TL_KUBE_EXEC_REJECT_MIN_MS of its issue is not replaced sooner than that
- * (the caller's own backoff after a 401 bounds the rest).
- * While rate-limited an expiring credential stays in use.
- *
- * Before tl_kubeconfig_attach() a plugin runs to its end (blocking, for
- * the start-up and tools). After it a plugin runs on the loop: the call
- * returns at once, -EAGAIN (err naming the last failure, if any) when there
- * is nothing to send yet (no credential, or the one in force was rejected
- * or has expired) while a run is under way or scheduled; subscribers hear
- * when it ends. */
-int tl_kubeconfig_credentials(struct tl_kubeconfig *kc, bool force, uint64_t now_mono_ms,
-			      const struct tl_kube_creds **ret, char *err, size_t errlen);
-
-#define TL_KUBE_EXEC_EARLY_NS (10LL * 1000000000LL)
-#define TL_KUBE_EXEC_RETRY_MS 10000
-#define TL_KUBE_EXEC_RETRY_MAX_MS 300000
-#define TL_KUBE_EXEC_REJECT_MIN_MS 1000
-
-/* Exec plugins run on loop from now on. -errno. */
-int tl_kubeconfig_attach(struct tl_kubeconfig *kc, struct tl_loop *loop);
-/* A 401 answered a request made with credentials of this generation: they
- * are replaced at the next opportunity (once, however many requests
- * failed with them). Older generations are ignored. */
-void tl_kubeconfig_invalidate(struct tl_kubeconfig *kc, uint64_t generation,
-			      uint64_t now_mono_ms);
-int tl_kubeconfig_subscribe(struct tl_kubeconfig *kc, tl_kube_creds_cb cb, void *userdata);
-void tl_kubeconfig_unsubscribe(struct tl_kubeconfig *kc, tl_kube_creds_cb cb, void *userdata);
+/* One line "kubeconfig SOURCE: [key KEY: ]MESSAGE" into err. Values from
+ * the file are quoted with tl_kubeconfig_quote() first. */
+void tl_kubeconfig_err(char *err, size_t errlen, const char *source, const char *key,
+		       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+const char *tl_kubeconfig_errstr(int r);
 
 /* Exposed for tests: decode base64 (whitespace ignored). 0 or -EINVAL. */
 int tl_base64_decode(const char *in, char **ret, size_t *ret_len);
+
+/* Keeping the credentials fresh (kube-creds.c). */
+#include "kube-creds.h"
