@@ -52,7 +52,7 @@ static int read_token(const char *path, char **ret)
 	while (end > buf && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' ||
 			     end[-1] == '\t'))
 		*--end = '\0';
-	if (!*buf || strpbrk(buf, " \t\r\n") || strlen(buf) != (size_t)(end - buf)) {
+	if (strlen(buf) != (size_t)(end - buf) || !tl_kube_token_ok(buf)) {
 		free(buf);
 		return -EBADMSG;
 	}
@@ -95,7 +95,8 @@ static int parse_exec_credential(const char *out, struct tl_kube_creds *c, char 
 		snprintf(msg, msglen, "plugin output is not a JSON object");
 		goto out;
 	}
-	if (!json_object_object_get_ex(o, "kind", &v) ||
+	/* every field is the plugin's: kind may be null, a number, a map */
+	if (!json_object_object_get_ex(o, "kind", &v) || !json_object_is_type(v, json_type_string) ||
 	    strcmp(json_object_get_string(v), "ExecCredential") != 0) {
 		snprintf(msg, msglen, "plugin output is not an ExecCredential");
 		goto out;
@@ -109,6 +110,10 @@ static int parse_exec_credential(const char *out, struct tl_kube_creds *c, char 
 	    dup_json_str(st, "clientCertificateData", &c->cert_pem, &c->cert_pem_len) < 0 ||
 	    dup_json_str(st, "clientKeyData", &c->key_pem, &c->key_pem_len) < 0) {
 		snprintf(msg, msglen, "ExecCredential status has a malformed field");
+		goto out;
+	}
+	if (c->token && !tl_kube_token_ok(c->token)) {
+		snprintf(msg, msglen, "ExecCredential token has spaces or control characters");
 		goto out;
 	}
 	if (!c->token && !(c->cert_pem && c->key_pem)) {

@@ -86,6 +86,18 @@ void tl_kexec_free(struct tl_kexec *x)
 	free(x);
 }
 
+/* entry "NAME=value": is NAME set by one of env? */
+static bool env_overridden(char *const *env, const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	size_t n = eq ? (size_t)(eq - entry) : strlen(entry);
+
+	for (; env && *env; env++)
+		if (strncmp(*env, entry, n) == 0 && (*env)[n] == '=')
+			return true;
+	return false;
+}
+
 static int kx_spawn(struct tl_kexec *x, const struct tl_kube_exec *e, char *msg, size_t msglen)
 {
 	posix_spawn_file_actions_t fa;
@@ -109,8 +121,10 @@ static int kx_spawn(struct tl_kexec *x, const struct tl_kube_exec *e, char *msg,
 		r = -ENOMEM;
 		goto out;
 	}
+	/* The kubeconfig's env entries override the inherited ones, as
+	 * client-go does: with two NAME= entries getenv() takes the first. */
 	for (char **p = environ; p && *p; p++)
-		if (strncmp(*p, "KUBERNETES_EXEC_INFO=", 21) != 0)
+		if (strncmp(*p, "KUBERNETES_EXEC_INFO=", 21) != 0 && !env_overridden(e->env, *p))
 			envp[k++] = *p;
 	for (char **p = e->env; p && *p; p++)
 		envp[k++] = *p;

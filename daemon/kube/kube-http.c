@@ -388,6 +388,12 @@ int tl_khttp_get(struct tl_khttp *h, const struct tl_kubeconfig *kc,
 		goto fail;
 	r->headers = l;
 	if (creds && creds->token) {
+		/* kubeconfig and credential code check tokens; a header is
+		 * never built from one that could end it */
+		if (!tl_kube_token_ok(creds->token)) {
+			err = -EINVAL;
+			goto out_err;
+		}
 		if (asprintf(&auth, "Authorization: Bearer %s", creds->token) < 0) {
 			auth = NULL;
 			goto fail;

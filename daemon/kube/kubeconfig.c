@@ -17,6 +17,33 @@
 
 #define KC_MAX_FILE (4u << 20)      /* kubeconfig, certificates */
 
+void tl_kubeconfig_escape(char *buf, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	char out[1024];
+	size_t o = 0;
+
+	if (!buf || !len)
+		return;
+	for (const unsigned char *p = (const unsigned char *)buf; *p; p++) {
+		bool ctl = *p < 0x20 || *p == 0x7f;
+		size_t need = ctl ? 4 : 1;
+
+		if (o + need + 1 > sizeof(out) || o + need + 1 > len)
+			break; /* truncated: the line is for people */
+		if (ctl) {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+		} else {
+			out[o++] = (char)*p;
+		}
+	}
+	out[o] = '\0';
+	memcpy(buf, out, o + 1);
+}
+
 void tl_kubeconfig_err(char *err, size_t errlen, const char *source, const char *key,
 		       const char *fmt, ...)
 {
@@ -32,6 +59,17 @@ void tl_kubeconfig_err(char *err, size_t errlen, const char *source, const char 
 		snprintf(err, errlen, "kubeconfig %s: key %s: %s", source, key, msg);
 	else
 		snprintf(err, errlen, "kubeconfig %s: %s", source, msg);
+	tl_kubeconfig_escape(err, errlen);
+}
+
+bool tl_kube_token_ok(const char *t)
+{
+	if (!t || !*t)
+		return false;
+	for (const unsigned char *p = (const unsigned char *)t; *p; p++)
+		if (*p <= 0x20 || *p >= 0x7f)
+			return false;
+	return true;
 }
 
 const char *tl_kubeconfig_errstr(int r)
@@ -562,6 +600,13 @@ static int kc_parse(struct kc_ctx *c, struct tl_kubeconfig *kc)
 	r = get_str(c, us, ukey, "token", &kc->token);
 	if (r < 0)
 		goto out;
+	if (kc->token && !tl_kube_token_ok(kc->token)) {
+		snprintf(c->err, c->errlen,
+			 "kubeconfig %s: key %s.token: not a bearer token (spaces or control characters)",
+			 c->source, ukey);
+		r = -EINVAL;
+		goto out;
+	}
 	r = get_path(c, us, ukey, "tokenFile", kc->dir, &kc->token_file);
 	if (r < 0)
 		goto out;
@@ -675,6 +720,9 @@ int tl_kubeconfig_load(const char *path, struct tl_kubeconfig **ret, char *err, 
 	r = kc_parse(&c, kc);
 	if (r == -ENOMEM)
 		tl_kubeconfig_err(err, errlen, path, NULL, "out of memory");
+	/* messages quote values of the file: one line, whatever they hold */
+	if (r < 0)
+		tl_kubeconfig_escape(err, errlen);
 	if (r < 0)
 		goto out;
 	*ret = kc;

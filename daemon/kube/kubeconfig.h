@@ -65,11 +65,19 @@ int tl_kubeconfig_in_cluster(const char *sa_dir, struct tl_kubeconfig **ret, cha
 			     size_t errlen);
 void tl_kubeconfig_free(struct tl_kubeconfig *kc);
 
-/* One line "kubeconfig SOURCE: [key KEY: ]MESSAGE" into err. Values from
- * the file are quoted with tl_kubeconfig_quote() first. */
+/* One line "kubeconfig SOURCE: [key KEY: ]MESSAGE" into err, escaped with
+ * tl_kubeconfig_escape(). */
 void tl_kubeconfig_err(char *err, size_t errlen, const char *source, const char *key,
 		       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 const char *tl_kubeconfig_errstr(int r);
+/* Control characters (CR, LF, ESC...) of a message, which may quote values
+ * of the file, of the environment or of a plugin, become \xNN in place
+ * (truncated to len): a message is one line a log reader can trust. */
+void tl_kubeconfig_escape(char *buf, size_t len);
+/* A bearer token goes into an HTTP header: printable ASCII without spaces
+ * only (RFC 6750's b64token is narrower still), so no value can end the
+ * header and start another. */
+bool tl_kube_token_ok(const char *t);
 
 /* Exposed for tests: decode base64 (whitespace ignored). 0 or -EINVAL. */
 int tl_base64_decode(const char *in, char **ret, size_t *ret_len);

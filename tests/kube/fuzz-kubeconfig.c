@@ -28,8 +28,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!kc->server || strncmp(kc->server, "http", 4) != 0)
 			abort();
 		tl_kubeconfig_free(kc);
-	} else if (strncmp(err, "kubeconfig ", 11) != 0 || strchr(err, '\n')) {
-		abort(); /* every failure is one line naming the file */
+	} else {
+		/* every failure is one line naming the file, with no control
+		 * byte of the input echoed into it */
+		if (strncmp(err, "kubeconfig ", 11) != 0)
+			abort();
+		for (const unsigned char *p = (const unsigned char *)err; *p; p++)
+			if (*p < 0x20 || *p == 0x7f)
+				abort();
 	}
 	return 0;
 }

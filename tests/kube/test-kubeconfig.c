@@ -115,6 +115,15 @@ static const char plugin[] =
 	"wait-go) while [ ! -e \"$d/go\" ]; do sleep 0.02; done;"
 	" echo '{\"kind\":\"ExecCredential\",\"status\":{\"token\":\"after-go\"}}';;\n"
 	"hang) echo $$ > \"$d/pid\"; exec sleep 60;;\n"
+	/* hostile plugins: a null kind, a token that would end its header */
+	"nullkind) echo '{\"kind\":null,\"status\":{\"token\":\"t\"}}';;\n"
+	"numkind) echo '{\"kind\":7,\"status\":{\"token\":\"t\"}}';;\n"
+	/* the first PLUGIN_TOKEN of the environment it was given, as Go's
+	 * os.Getenv reads it (a shell keeps the last) */
+	"firstenv) t=$(tr '\\0' '\\n' < /proc/$$/environ | sed -n 's/^PLUGIN_TOKEN=//p' | head -n 1);"
+	" echo '{\"kind\":\"ExecCredential\",\"status\":{\"token\":\"'$t'\"}}';;\n"
+	"inject) printf '%s\\n' '{\"kind\":\"ExecCredential\",\"status\":"
+	"{\"token\":\"a\\r\\nX-Injected: 1\"}}';;\n"
 	"esac\n";
 
 static int count_runs(void)
@@ -595,6 +604,118 @@ START_TEST(test_base64)
 }
 END_TEST
 
+/* Messages quote values of the file: a value with CR, LF or ESC must not
+ * make a log line of its own (or many). */
+static void assert_one_clean_line(const char *what, const char *err)
+{
+	ck_assert_msg(err[0], "%s: no message", what);
+	for (const unsigned char *p = (const unsigned char *)err; *p; p++)
+		ck_assert_msg(*p >= 0x20 && *p != 0x7f, "%s: control byte 0x%02x in \"%s\"", what,
+			      *p, err);
+}
+
+START_TEST(test_control_chars_not_echoed)
+{
+	static const char *const yamls[] = {
+		"current-context: \"x\\r\\ny\\e[31m\"\ncontexts:\n- name: c1\n  context: {cluster: k1}\n",
+		HEAD CLUSTER("    insecure-skip-tls-verify: \"maybe\\r\\nX\"\n"),
+		HEAD "clusters:\n- name: k1\n  cluster: {server: \"ftp://a\\r\\n\\r\\n\\r\\nb\"}\n",
+		HEAD "clusters:\n- name: k1\n  cluster: {server: \"ftp://\\x1b[2J\"}\n",
+		HEAD CLUSTER("    certificate-authority: \"no\\rsuch\\n.crt\"\n"),
+	};
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc;
+	char err[512];
+	int r;
+
+	for (size_t i = 0; i < sizeof(yamls) / sizeof(yamls[0]); i++) {
+		ck_assert_ptr_null(load_yaml(yamls[i], err, sizeof(err), &r));
+		assert_one_clean_line(yamls[i], err);
+		ck_assert_msg(strstr(err, "\\x"), "%s", err);
+	}
+	/* the plugin's name, in the message of a failed run */
+	kc = load_yaml(HEAD CLUSTER("") USER("    exec: {apiVersion: v1, command: \"no\\r\\nplugin\"}\n"),
+		       err, sizeof(err), &r);
+	ck_assert_ptr_nonnull(kc);
+	ck_assert_int_lt(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), 0);
+	assert_one_clean_line("exec command", err);
+	ck_assert_ptr_nonnull(strstr(err, "no\\x0d\\x0aplugin"));
+	tl_kubeconfig_free(kc);
+}
+END_TEST
+
+/* kind null (or not a string) was a strcmp on NULL: a crash at start and
+ * at every refresh. */
+START_TEST(test_exec_kind_not_a_string)
+{
+	static const char *const args[] = { "nullkind", "numkind" };
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc;
+	char err[512], yaml[1024];
+	int r;
+
+	write_file("plugin.sh", plugin, 0755);
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(yaml, sizeof(yaml), HEAD CLUSTER("") USER("    exec:\n      apiVersion: v1\n"
+			 "      command: ./plugin.sh\n      args: [%s]\n"), args[i]);
+		kc = load_yaml(yaml, err, sizeof(err), &r);
+		ck_assert_ptr_nonnull(kc);
+		ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), -EINVAL);
+		ck_assert_msg(strstr(err, "not an ExecCredential"), "%s", err);
+		tl_kubeconfig_free(kc);
+	}
+}
+END_TEST
+
+/* A token is a header value: CR LF in it would start a header of the
+ * plugin's (or the file's) choosing. */
+START_TEST(test_token_header_injection)
+{
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc;
+	char err[512];
+	int r;
+
+	write_file("plugin.sh", plugin, 0755);
+	kc = load_yaml(HEAD CLUSTER("") USER("    exec:\n      apiVersion: v1\n"
+					    "      command: ./plugin.sh\n      args: [inject]\n"),
+		       err, sizeof(err), &r);
+	ck_assert_ptr_nonnull(kc);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "control characters"), "%s", err);
+	ck_assert_ptr_null(kc->creds.token);
+	tl_kubeconfig_free(kc);
+
+	ck_assert_ptr_null(load_yaml(HEAD CLUSTER("") USER("    token: \"a\\r\\nX-Injected: 1\"\n"),
+				     err, sizeof(err), &r));
+	ck_assert_msg(strstr(err, "key users[0].user.token"), "%s", err);
+	write_file("token", "a\rX-Injected: 1\n", 0600);
+	kc = load_yaml(HEAD CLUSTER("") USER("    tokenFile: token\n"), err, sizeof(err), &r);
+	ck_assert_ptr_nonnull(kc);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), -EBADMSG);
+	tl_kubeconfig_free(kc);
+}
+END_TEST
+
+/* client-go: the kubeconfig's env entries win over the inherited ones. */
+START_TEST(test_exec_env_overrides_inherited)
+{
+	const struct tl_kube_creds *cr;
+	struct tl_kubeconfig *kc;
+	char err[512];
+	int r;
+
+	write_file("plugin.sh", plugin, 0755);
+	ck_assert_int_eq(setenv("PLUGIN_TOKEN", "from-agent", 1), 0);
+	kc = load_yaml(HEAD CLUSTER("") EXEC_USER("firstenv"), err, sizeof(err), &r);
+	ck_assert_ptr_nonnull(kc);
+	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1000, &cr, err, sizeof(err)), 0);
+	ck_assert_str_eq(cr->token, "t1");
+	tl_kubeconfig_free(kc);
+	ck_assert_int_eq(unsetenv("PLUGIN_TOKEN"), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("kubeconfig");
@@ -614,6 +735,10 @@ int main(void)
 	tcase_add_test(tc, test_exec_async_401_reruns_once);
 	tcase_add_test(tc, test_in_cluster);
 	tcase_add_test(tc, test_base64);
+	tcase_add_test(tc, test_control_chars_not_echoed);
+	tcase_add_test(tc, test_exec_kind_not_a_string);
+	tcase_add_test(tc, test_token_header_injection);
+	tcase_add_test(tc, test_exec_env_overrides_inherited);
 	suite_add_tcase(s, tc);
 	failed = tl_check_run(s);
 	return failed ? 1 : 0;
