@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http-pair.h"
+
+#define BUCKETS 4096
+
+struct pending {
+	char method[TL_HTTP_METHOD_MAX];
+	char path[TL_HTTP_PATH_MAX];
+	char id[TL_HTTP_ID_MAX];
+	int id_header;
+	bool head_cut;
+	int64_t ts_ns;
+};
+
+/* A head split across reads or writes, per side (0 = read, 1 = written). */
+struct head_buf {
+	uint8_t *buf;
+	uint32_t len;
+	int64_t ts_ns;    /* of its first piece: the message started then */
+	bool active;
+};
+
+struct conn {
+	uint64_t key;
+	uint32_t tgid;
+	uint64_t cgroup_id;
+	enum tl_http_direction dir;
+	bool not_http;    /* TLS or HTTP/2: nothing more to see */
+	bool upgraded;    /* 101: the bytes that follow are another protocol */
+	bool was_reset;
+	int64_t last_ns;
+	struct head_buf head[2];
+	struct pending *q;  /* ring of max_pending */
+	uint32_t q_head, q_len;
+	struct conn *hnext;              /* hash chain */
+	struct conn *lru_prev, *lru_next; /* most recent at lru_head */
+};
+
+struct tl_http_tracker {
+	struct tl_http_tracker_config cfg;
+	tl_http_exchange_cb cb;
+	void *ud;
+	struct conn *buckets[BUCKETS];
+	struct conn *lru_head, *lru_tail;
+	struct tl_http_tracker_stats st;
+};
+
+static unsigned bucket(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdULL;
+	key ^= key >> 33;
+	return (unsigned)(key % BUCKETS);
+}
+
+int tl_http_tracker_new(const struct tl_http_tracker_config *cfg, tl_http_exchange_cb cb,
+			void *userdata, struct tl_http_tracker **ret)
+{
+	struct tl_http_tracker *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	t->cfg = *cfg;
+	if (!t->cfg.max_conns)
+		t->cfg.max_conns = 16384;
+	if (!t->cfg.max_pending)
+		t->cfg.max_pending = 64;
+	if (!t->cfg.head_max)
+		t->cfg.head_max = 8192;
+	if (t->cfg.head_max > TL_HTTP_HEAD_MAX)
+		t->cfg.head_max = TL_HTTP_HEAD_MAX;
+	t->cb = cb;
+	t->ud = userdata;
+	*ret = t;
+	return 0;
+}
+
+static void lru_unlink(struct tl_http_tracker *t, struct conn *c)
+{
+	if (c->lru_prev)
+		c->lru_prev->lru_next = c->lru_next;
+	else
+		t->lru_head = c->lru_next;
+	if (c->lru_next)
+		c->lru_next->lru_prev = c->lru_prev;
+	else
+		t->lru_tail = c->lru_prev;
+	c->lru_prev = c->lru_next = NULL;
+}
+
+static void lru_front(struct tl_http_tracker *t, struct conn *c)
+{
+	c->lru_next = t->lru_head;
+	c->lru_prev = NULL;
+	if (t->lru_head)
+		t->lru_head->lru_prev = c;
+	t->lru_head = c;
+	if (!t->lru_tail)
+		t->lru_tail = c;
+}
+
+static void conn_free(struct conn *c)
+{
+	if (!c)
+		return;
+	free(c->head[0].buf);
+	free(c->head[1].buf);
+	free(c->q);
+	free(c);
+}
+
+/* Unlinks c from the table and the LRU list and frees it. */
+static void conn_remove(struct tl_http_tracker *t, struct conn *c)
+{
+	struct conn **pp = &t->buckets[bucket(c->key)];
+
+	while (*pp && *pp != c)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = c->hnext;
+	lru_unlink(t, c);
+	t->st.conns--;
+	conn_free(c);
+}
+
+void tl_http_tracker_free(struct tl_http_tracker *t)
+{
+	if (!t)
+		return;
+	while (t->lru_head)
+		conn_remove(t, t->lru_head);
+	free(t);
+}
+
+static struct conn *conn_find(struct tl_http_tracker *t, uint64_t key)
+{
+	for (struct conn *c = t->buckets[bucket(key)]; c; c = c->hnext)
+		if (c->key == key)
+			return c;
+	return NULL;
+}
+
+static void report(struct tl_http_tracker *t, struct conn *c, const struct pending *p,
+		   uint16_t status, const char *error, int64_t end_ns)
+{
+	struct tl_http_exchange x = {
+		.conn = c->key,
+		.tgid = c->tgid,
+		.cgroup_id = c->cgroup_id,
+		.direction = c->dir,
+		.id_header = p->id_header,
+		.status = status,
+		.error = error,
+		.head_cut = p->head_cut,
+		.start_ns = p->ts_ns,
+		.end_ns = end_ns < p->ts_ns ? p->ts_ns : end_ns,
+	};
+
+	memcpy(x.method, p->method, sizeof(x.method));
+	memcpy(x.path, p->path, sizeof(x.path));
+	memcpy(x.id, p->id, sizeof(x.id));
+	t->st.exchanges++;
+	t->cb(t->ud, &x);
+}
+
+static void fail_pending(struct tl_http_tracker *t, struct conn *c, const char *error, int64_t ts)
+{
+	while (c->q_len) {
+		struct pending p = c->q[c->q_head];
+
+		c->q_head = (c->q_head + 1) % t->cfg.max_pending;
+		c->q_len--;
+		report(t, c, &p, 0, error, ts);
+	}
+}
+
+static struct conn *conn_get(struct tl_http_tracker *t, uint64_t key, uint32_t tgid,
+			     uint64_t cgroup_id)
+{
+	struct conn *c = conn_find(t, key);
+	unsigned b;
+
+	if (c) {
+		lru_unlink(t, c);
+		lru_front(t, c);
+		return c;
+	}
+	/* Full: the least recently active connection goes, and says so. */
+	if (t->st.conns >= t->cfg.max_conns && t->lru_tail) {
+		struct conn *old = t->lru_tail;
+
+		fail_pending(t, old, "evicted", old->last_ns);
+		conn_remove(t, old);
+		t->st.evicted++;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->q = calloc(t->cfg.max_pending, sizeof(*c->q));
+	if (!c->q) {
+		free(c);
+		return NULL;
+	}
+	c->key = key;
+	c->tgid = tgid;
+	c->cgroup_id = cgroup_id;
+	b = bucket(key);
+	c->hnext = t->buckets[b];
+	t->buckets[b] = c;
+	lru_front(t, c);
+	t->st.conns++;
+	return c;
+}
+
+static void on_request(struct tl_http_tracker *t, struct conn *c, int side,
+		       const struct tl_http_head *h, bool cut, int64_t ts)
+{
+	struct pending *p;
+
+	if (c->dir == TL_HTTP_DIR_UNKNOWN)
+		c->dir = side == 0 ? TL_HTTP_DIR_INBOUND : TL_HTTP_DIR_OUTBOUND;
+	else if ((c->dir == TL_HTTP_DIR_INBOUND) != (side == 0))
+		return; /* a request going the wrong way: not ours to pair */
+	if (c->q_len == t->cfg.max_pending) {
+		/* A peer pipelining without end: the oldest goes unreported. */
+		c->q_head = (c->q_head + 1) % t->cfg.max_pending;
+		c->q_len--;
+		t->st.pending_overflow++;
+	}
+	p = &c->q[(c->q_head + c->q_len) % t->cfg.max_pending];
+	c->q_len++;
+	memcpy(p->method, h->method, sizeof(p->method));
+	memcpy(p->path, h->path, sizeof(p->path));
+	memcpy(p->id, h->id, sizeof(p->id));
+	p->id_header = h->id_header;
+	p->head_cut = cut || h->path_cut || h->id_cut;
+	p->ts_ns = ts;
+}
+
+static void on_response(struct tl_http_tracker *t, struct conn *c, int side,
+			const struct tl_http_head *h, int64_t ts)
+{
+	struct pending p;
+
+	/* Responses travel against requests: written by a server, read by a
+	 * client. A connection first seen at a response is told by it. */
+	if (c->dir == TL_HTTP_DIR_UNKNOWN)
+		c->dir = side == 1 ? TL_HTTP_DIR_INBOUND : TL_HTTP_DIR_OUTBOUND;
+	else if ((c->dir == TL_HTTP_DIR_INBOUND) != (side == 1))
+		return;
+	/* 1xx other than 101 are interim: the final response follows. */
+	if (h->status < 200 && h->status != 101)
+		return;
+	if (c->q_len == 0) {
+		t->st.unmatched_responses++;
+		return;
+	}
+	p = c->q[c->q_head];
+	c->q_head = (c->q_head + 1) % t->cfg.max_pending;
+	c->q_len--;
+	report(t, c, &p, h->status, NULL, ts);
+	if (h->status == 101) {
+		c->upgraded = true;
+		fail_pending(t, c, "closed", ts);
+	}
+}
+
+/* How many body bytes follow a complete head inside this same buffer can be
+ * skipped; -1 when unknown (chunked, close-delimited): stop looking. */
+static long body_len(const struct tl_http_head *h)
+{
+	if (h->kind == TL_HTTP_REQUEST) {
+		if (h->chunked || (h->has_length && h->content_length > (1UL << 30)))
+			return -1;
+		return h->has_length ? (long)h->content_length : 0;
+	}
+	if (h->status < 200 || h->status == 204 || h->status == 304)
+		return 0;
+	if (h->chunked || !h->has_length || h->content_length > (1UL << 30))
+		return -1;
+	return (long)h->content_length;
+}
+
+static void on_head(struct tl_http_tracker *t, struct conn *c, int side,
+		    const struct tl_http_head *h, bool cut, int64_t ts)
+{
+	if (h->kind == TL_HTTP_REQUEST)
+		on_request(t, c, side, h, cut, ts);
+	else
+		on_response(t, c, side, h, ts);
+}
+
+/* Heads in buf, one after the other as long as their bodies can be
+ * skipped (pipelined requests in one write). more = bytes beyond len that
+ * were not copied. */
+static void scan(struct tl_http_tracker *t, struct conn *c, int side, const uint8_t *buf,
+		 size_t len, bool more, int64_t ts)
+{
+	struct head_buf *hb = &c->head[side];
+	size_t off = 0;
+
+	while (off < len && !c->not_http && !c->upgraded) {
+		struct tl_http_head h;
+		enum tl_http_kind k = tl_http_classify(buf + off, len - off);
+		int r;
+		long body;
+
+		if (k == TL_HTTP_TLS || k == TL_HTTP_H2) {
+			if (off == 0 && c->q_len == 0) {
+				c->not_http = true;
+				t->st.not_http++;
+			}
+			return;
+		}
+		if (k == TL_HTTP_NONE)
+			return; /* a body, or bytes we do not follow */
+		r = tl_http_parse_head(buf + off, len - off, &t->cfg.want, &h);
+		if (r == -EAGAIN) {
+			if (more || len - off >= t->cfg.head_max) {
+				/* No more of this head will come: use what it said. */
+				if (h.kind == TL_HTTP_REQUEST || h.kind == TL_HTTP_RESPONSE)
+					on_head(t, c, side, &h, true, ts);
+				return;
+			}
+			/* Keep it for the next read or write on this side. */
+			if (!hb->buf && !(hb->buf = malloc(t->cfg.head_max)))
+				return;
+			memcpy(hb->buf, buf + off, len - off);
+			hb->len = (uint32_t)(len - off);
+			hb->ts_ns = ts;
+			hb->active = true;
+			return;
+		}
+		if (r < 0)
+			return;
+		/* A HEAD response has no body: look at the request it answers. */
+		if (h.kind == TL_HTTP_RESPONSE && c->q_len && strcmp(c->q[c->q_head].method, "HEAD") == 0)
+			body = 0;
+		else
+			body = body_len(&h);
+		on_head(t, c, side, &h, false, ts);
+		if (body < 0)
+			return;
+		off += h.head_len + (size_t)body;
+	}
+}
+
+int tl_http_tracker_data(struct tl_http_tracker *t, uint64_t conn, uint32_t tgid,
+			 uint64_t cgroup_id, bool by_reader, const uint8_t *buf, size_t len,
+			 size_t total, int64_t ts_ns)
+{
+	int side = by_reader ? 0 : 1;
+	struct conn *c = conn_get(t, conn, tgid, cgroup_id);
+	struct head_buf *hb;
+
+	if (!c)
+		return -ENOMEM;
+	c->last_ns = ts_ns;
+	if (c->not_http || c->upgraded)
+		return 0;
+	/* The request is answered by whoever holds the socket now (a worker
+	 * thread or process): the latest writer names the process. */
+	if (by_reader == (c->dir != TL_HTTP_DIR_OUTBOUND)) {
+		c->tgid = tgid;
+		c->cgroup_id = cgroup_id;
+	}
+	hb = &c->head[side];
+	if (hb->active) {
+		/* The rest of a head: join and parse again from its start. */
+		size_t room = t->cfg.head_max - hb->len, k = len < room ? len : room;
+		int64_t first = hb->ts_ns;
+		uint32_t n;
+
+		memcpy(hb->buf + hb->len, buf, k);
+		hb->len += (uint32_t)k;
+		hb->active = false;
+		n = hb->len;
+		hb->len = 0;
+		/* scan() may start a new partial head in hb->buf: work on a copy. */
+		{
+			uint8_t *tmp = malloc(n);
+
+			if (!tmp)
+				return -ENOMEM;
+			memcpy(tmp, hb->buf, n);
+			scan(t, c, side, tmp, n, k < len || total > len, first);
+			free(tmp);
+		}
+		return 0;
+	}
+	scan(t, c, side, buf, len, total > len, ts_ns);
+	return 0;
+}
+
+void tl_http_tracker_reset(struct tl_http_tracker *t, uint64_t conn, int64_t ts_ns)
+{
+	struct conn *c = conn_find(t, conn);
+
+	if (!c)
+		return;
+	c->was_reset = true;
+	fail_pending(t, c, "reset", ts_ns);
+}
+
+void tl_http_tracker_close(struct tl_http_tracker *t, uint64_t conn, int64_t ts_ns)
+{
+	struct conn *c = conn_find(t, conn);
+
+	if (!c)
+		return;
+	fail_pending(t, c, c->was_reset ? "reset" : "closed", ts_ns);
+	conn_remove(t, c);
+}
+
+void tl_http_tracker_expire(struct tl_http_tracker *t, int64_t before_ns)
+{
+	while (t->lru_tail && t->lru_tail->last_ns < before_ns) {
+		struct conn *c = t->lru_tail;
+
+		fail_pending(t, c, "closed", c->last_ns);
+		conn_remove(t, c);
+	}
+}
+
+void tl_http_tracker_stats(const struct tl_http_tracker *t, struct tl_http_tracker_stats *ret)
+{
+	*ret = t->st;
+}

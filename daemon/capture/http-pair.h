@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "http-parse.h"
+
+/* Requests paired with their responses, per connection and in order (HTTP/1.1
+ * keep-alive and pipelining answer in request order, RFC 9112 section 9.3.2).
+ * Fed what the kernel saw on a socket: the prefix of each read or write that
+ * starts an HTTP/1.x message (or continues a head split across writes),
+ * resets and closes. A connection's direction comes from the data, so a
+ * connection first seen mid-stream needs no accept/connect: the side that
+ * reads requests is the server (inbound), the side that writes them the
+ * client (outbound). Bounded: connections, pending requests per connection
+ * and head bytes; everything of a connection is freed at its close.
+ * docs/http-capture.md. */
+
+enum tl_http_direction { TL_HTTP_DIR_UNKNOWN = 0, TL_HTTP_DIR_INBOUND = 1, TL_HTTP_DIR_OUTBOUND = 2 };
+
+struct tl_http_exchange {
+	uint64_t conn;                 /* the caller's connection key */
+	uint32_t tgid;                 /* process that read or wrote the request */
+	uint64_t cgroup_id;
+	enum tl_http_direction direction;
+	char method[TL_HTTP_METHOD_MAX];
+	char path[TL_HTTP_PATH_MAX];
+	char id[TL_HTTP_ID_MAX];       /* "" when none of the wanted headers was seen */
+	int id_header;                 /* index into the tracker's want list, -1 none */
+	uint16_t status;               /* 0: no response */
+	const char *error;             /* NULL, "reset", "closed", "evicted" */
+	bool head_cut;                 /* the request head was longer than what was copied */
+	int64_t start_ns;              /* the request's read/write, the caller's clock */
+	int64_t end_ns;                /* the response's read/write or the error; = start when none */
+};
+
+typedef void (*tl_http_exchange_cb)(void *userdata, const struct tl_http_exchange *x);
+
+struct tl_http_tracker_config {
+	struct tl_http_want want;      /* request-id headers, in priority order */
+	uint32_t max_conns;            /* 0 = 16384 */
+	uint32_t max_pending;          /* per connection; 0 = 64 */
+	uint32_t head_max;             /* bytes of one head kept across reads; 0 = 8192 */
+};
+
+struct tl_http_tracker;
+
+int tl_http_tracker_new(const struct tl_http_tracker_config *cfg, tl_http_exchange_cb cb,
+			void *userdata, struct tl_http_tracker **ret);
+/* Frees every connection without reporting its pending requests; accepts NULL. */
+void tl_http_tracker_free(struct tl_http_tracker *t);
+
+/* Bytes seen on a connection: by_reader = the tracked process read them (else
+ * wrote them); buf holds the first len of total bytes of that read/write.
+ * Returns 0, or -ENOMEM (the data is dropped). */
+int tl_http_tracker_data(struct tl_http_tracker *t, uint64_t conn, uint32_t tgid,
+			 uint64_t cgroup_id, bool by_reader, const uint8_t *buf, size_t len,
+			 size_t total, int64_t ts_ns);
+/* The connection failed (a read or write returned -ECONNRESET or -EPIPE):
+ * its pending requests are reported with status 0 and error "reset". The
+ * connection state stays until its close. */
+void tl_http_tracker_reset(struct tl_http_tracker *t, uint64_t conn, int64_t ts_ns);
+/* The connection closed: pending requests get status 0, error "closed"
+ * (or "reset" after a reset); its state is freed. */
+void tl_http_tracker_close(struct tl_http_tracker *t, uint64_t conn, int64_t ts_ns);
+/* Connections without data since before ts_ns are closed ("closed"). */
+void tl_http_tracker_expire(struct tl_http_tracker *t, int64_t before_ns);
+
+struct tl_http_tracker_stats {
+	uint64_t conns;                /* now */
+	uint64_t exchanges;            /* reported */
+	uint64_t unmatched_responses;  /* a response with no pending request (seen mid-stream) */
+	uint64_t evicted;              /* connections dropped at max_conns */
+	uint64_t pending_overflow;     /* requests dropped at max_pending */
+	uint64_t not_http;             /* connections marked TLS / HTTP/2 */
+};
+void tl_http_tracker_stats(const struct tl_http_tracker *t, struct tl_http_tracker_stats *ret);

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* HTTP/1.x heads from captured socket prefixes (RFC 9112 sections 2-5).
+ * Lenient where real peers are (a bare LF ends a line, header names in any
+ * case), strict where leniency would misread bytes that are not HTTP (the
+ * start line must be exactly METHOD SP target SP HTTP/1.d, or
+ * HTTP/1.d SP 3DIGIT). */
+#include <errno.h>
+#include <string.h>
+
+#include "http-parse.h"
+
+static bool is_upper(uint8_t c)
+{
+	return c >= 'A' && c <= 'Z';
+}
+
+static bool is_digit(uint8_t c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static uint8_t lower(uint8_t c)
+{
+	return c >= 'A' && c <= 'Z' ? (uint8_t)(c + 32) : c;
+}
+
+/* RFC 9110 tchar */
+static bool is_tchar(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return true;
+	if ((c | 32) >= 'a' && (c | 32) <= 'z')
+		return true;
+	return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+bool tl_http_method_ok(const char *m, size_t len)
+{
+	if (len == 0 || len >= TL_HTTP_METHOD_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!is_upper((uint8_t)m[i]))
+			return false;
+	return true;
+}
+
+static const char h2_preface[] = "PRI * HTTP/2.0\r\n";
+
+enum tl_http_kind tl_http_classify(const uint8_t *buf, size_t len)
+{
+	static const char resp[] = "HTTP/1.";
+	size_t i;
+
+	if (len == 0)
+		return TL_HTTP_NONE;
+	/* TLS record: content type handshake (22) or application data (23),
+	 * then major version 3 (RFC 8446 section 5.1). */
+	if ((buf[0] == 0x16 || buf[0] == 0x17) && (len < 2 || buf[1] == 0x03))
+		return TL_HTTP_TLS;
+	if (memcmp(buf, h2_preface, len < 8 ? len : 8) == 0 && len >= 4)
+		return TL_HTTP_H2;
+	if (memcmp(buf, resp, len < 7 ? len : 7) == 0)
+		return TL_HTTP_RESPONSE;
+	for (i = 0; i < len && i < TL_HTTP_METHOD_MAX; i++) {
+		if (buf[i] == ' ')
+			return i > 0 ? TL_HTTP_REQUEST : TL_HTTP_NONE;
+		if (!is_upper(buf[i]))
+			return TL_HTTP_NONE;
+	}
+	return i == len ? TL_HTTP_REQUEST : TL_HTTP_NONE;
+}
+
+/* One line [p, end-of-line): returns its length without CR LF and sets
+ * *next past the LF, or -1 when no LF is in the buffer. */
+static long line_end(const uint8_t *p, size_t len, size_t *next)
+{
+	const uint8_t *lf = memchr(p, '\n', len);
+	size_t n;
+
+	if (!lf)
+		return -1;
+	n = (size_t)(lf - p);
+	*next = n + 1;
+	if (n > 0 && p[n - 1] == '\r')
+		n--;
+	return (long)n;
+}
+
+static void copy_cut(char *dst, size_t cap, const uint8_t *src, size_t n, bool *cut)
+{
+	size_t k = n < cap - 1 ? n : cap - 1;
+
+	/* Control bytes would end up in JSON and logs: replace them. */
+	for (size_t i = 0; i < k; i++)
+		dst[i] = (src[i] < 0x20 || src[i] == 0x7f) ? '?' : (char)src[i];
+	dst[k] = '\0';
+	if (cut)
+		*cut = k < n;
+}
+
+static int parse_version(const uint8_t *p, size_t n, uint8_t *minor)
+{
+	if (n != 8 || memcmp(p, "HTTP/1.", 7) != 0 || !is_digit(p[7]))
+		return -EBADMSG;
+	*minor = (uint8_t)(p[7] - '0');
+	return 0;
+}
+
+static int parse_start(const uint8_t *p, size_t n, struct tl_http_head *h)
+{
+	if (n >= 7 && memcmp(p, "HTTP/1.", 7) == 0) {
+		/* HTTP/1.d SP 3DIGIT [SP reason] */
+		if (n < 12 || parse_version(p, 8, &h->minor) < 0 || p[8] != ' ' || !is_digit(p[9]) ||
+		    !is_digit(p[10]) || !is_digit(p[11]) || (n > 12 && p[12] != ' '))
+			return -EBADMSG;
+		h->kind = TL_HTTP_RESPONSE;
+		h->status = (uint16_t)((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
+		if (h->status < 100)
+			return -EBADMSG;
+		return 0;
+	}
+	const uint8_t *sp1 = memchr(p, ' ', n), *sp2;
+	size_t mlen;
+
+	if (!sp1)
+		return -EBADMSG;
+	mlen = (size_t)(sp1 - p);
+	if (!tl_http_method_ok((const char *)p, mlen))
+		return -EBADMSG;
+	/* The target holds no space; the version is the last 8 bytes. */
+	if (n < mlen + 1 + 1 + 1 + 8)
+		return -EBADMSG;
+	sp2 = p + n - 9;
+	if (*sp2 != ' ' || sp2 <= sp1 || memchr(sp1 + 1, ' ', (size_t)(sp2 - sp1 - 1)))
+		return -EBADMSG;
+	if (parse_version(sp2 + 1, 8, &h->minor) < 0)
+		return -EBADMSG;
+	h->kind = TL_HTTP_REQUEST;
+	memcpy(h->method, p, mlen);
+	h->method[mlen] = '\0';
+	copy_cut(h->path, sizeof(h->path), sp1 + 1, (size_t)(sp2 - sp1 - 1), &h->path_cut);
+	return 0;
+}
+
+static bool name_is(const uint8_t *name, size_t n, const char *want)
+{
+	size_t wl = strlen(want);
+
+	if (wl != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (lower(name[i]) != (uint8_t)want[i])
+			return false;
+	return true;
+}
+
+/* Is token (lower case) one of the comma-separated elements of v? */
+static bool has_token(const uint8_t *v, size_t n, const char *token)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t s, e;
+
+		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		s = i;
+		while (i < n && v[i] != ',')
+			i++;
+		e = i;
+		while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+			e--;
+		if (name_is(v + s, e - s, token))
+			return true;
+	}
+	return false;
+}
+
+static void parse_header(const uint8_t *p, size_t n, const struct tl_http_want *want,
+			 struct tl_http_head *h)
+{
+	const uint8_t *colon = memchr(p, ':', n), *v, *ve;
+	size_t nl;
+
+	if (!colon || colon == p)
+		return;
+	nl = (size_t)(colon - p);
+	for (size_t i = 0; i < nl; i++)
+		if (!is_tchar(p[i]))
+			return;
+	v = colon + 1;
+	ve = p + n;
+	while (v < ve && (*v == ' ' || *v == '\t'))
+		v++;
+	while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+		ve--;
+
+	for (int i = 0; want && i < want->n && i < TL_HTTP_WANT_MAX; i++) {
+		if (!want->names[i] || !name_is(p, nl, want->names[i]))
+			continue;
+		/* An earlier-listed header wins; the first instance of each. */
+		if (h->id_header < 0 || i < h->id_header) {
+			copy_cut(h->id, sizeof(h->id), v, (size_t)(ve - v), &h->id_cut);
+			h->id_header = i;
+		}
+		break;
+	}
+	if (name_is(p, nl, "content-length")) {
+		uint64_t x = 0;
+		const uint8_t *q = v;
+
+		if (q == ve)
+			return;
+		for (; q < ve && is_digit(*q); q++) {
+			if (x > (UINT64_MAX - 9) / 10)
+				return;
+			x = x * 10 + (uint64_t)(*q - '0');
+		}
+		if (q == ve) {
+			h->has_length = true;
+			h->content_length = x;
+		}
+	} else if (name_is(p, nl, "transfer-encoding")) {
+		if (has_token(v, (size_t)(ve - v), "chunked"))
+			h->chunked = true;
+	} else if (name_is(p, nl, "connection")) {
+		if (has_token(v, (size_t)(ve - v), "close"))
+			h->conn_close = true;
+		if (has_token(v, (size_t)(ve - v), "upgrade"))
+			h->upgrade = true;
+	} else if (name_is(p, nl, "upgrade")) {
+		h->upgrade = true;
+	} else if (name_is(p, nl, "expect")) {
+		if (has_token(v, (size_t)(ve - v), "100-continue"))
+			h->expect_continue = true;
+	}
+}
+
+int tl_http_parse_head(const uint8_t *buf, size_t len, const struct tl_http_want *want,
+		       struct tl_http_head *ret)
+{
+	struct tl_http_head h;
+	size_t off = 0, next;
+	long n;
+	int r;
+
+	memset(&h, 0, sizeof(h));
+	h.id_header = -1;
+	h.kind = tl_http_classify(buf, len);
+	if (h.kind == TL_HTTP_NONE || h.kind == TL_HTTP_TLS || h.kind == TL_HTTP_H2) {
+		*ret = h;
+		return -EBADMSG;
+	}
+	n = line_end(buf, len < TL_HTTP_HEAD_MAX ? len : TL_HTTP_HEAD_MAX, &next);
+	if (n < 0) {
+		*ret = h;
+		return len >= TL_HTTP_HEAD_MAX ? -E2BIG : -EAGAIN;
+	}
+	r = parse_start(buf, (size_t)n, &h);
+	if (r < 0) {
+		memset(&h, 0, sizeof(h));
+		h.id_header = -1;
+		*ret = h;
+		return r;
+	}
+	off = next;
+	for (;;) {
+		size_t lim = len < TL_HTTP_HEAD_MAX ? len : TL_HTTP_HEAD_MAX;
+
+		n = line_end(buf + off, lim - off, &next);
+		if (n < 0) {
+			*ret = h;
+			return len >= TL_HTTP_HEAD_MAX ? -E2BIG : -EAGAIN;
+		}
+		if (n == 0) {
+			h.head_len = off + next;
+			*ret = h;
+			return 0;
+		}
+		/* obs-fold continuation lines carry nothing we keep */
+		if (buf[off] != ' ' && buf[off] != '\t')
+			parse_header(buf + off, (size_t)n, want, &h);
+		off += next;
+	}
+}
