@@ -5,6 +5,7 @@
  * sink_emit(), which completes its attribution (cgroup id -> pod and
  * container id -> container name), counts it, prints it for --emit-events
  * and hands it to the timeline store. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -91,34 +92,24 @@ static void count_event(const struct tl_event *ev)
  * link to a Pod is its IP (REFERENCE.md section 5). */
 static void attribute_by_ip(struct agent *a, struct tl_event *ev)
 {
-	static const char *const keys[] = { "local", "remote" };
+	static const unsigned slots[] = { TL_F_RESET_LOCAL, TL_F_RESET_REMOTE };
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
-	if (!a->kube || strncmp(ev->type, "tcp.reset_", 10) != 0)
+	if (!a->kube || (ev->kind != TL_KIND_TCP_RESET_SENT && ev->kind != TL_KIND_TCP_RESET_RECEIVED))
 		return;
 	for (size_t i = 0; i < 2 && !ev->pod_uid[0]; i++) {
-		struct json_object *v;
-		char ip[64];
-		const char *s, *colon, *uid;
-		size_t len;
+		const struct tl_value *v = &ev->v[slots[i]];
+		const uint8_t *addr = v->addr;
+		int family = v->family;
+		char ip[INET6_ADDRSTRLEN];
+		const char *uid;
 
-		if (!json_object_object_get_ex(ev->fields, keys[i], &v))
+		if (!v->set)
 			continue;
-		s = json_object_get_string(v);
-		if (!s)
+		if (family == AF_INET6 && memcmp(addr, mapped, sizeof(mapped)) == 0)
+			family = AF_INET, addr += 12;
+		if (!inet_ntop(family, addr, ip, sizeof(ip)))
 			continue;
-		if (s[0] == '[') {
-			colon = strchr(s, ']');
-			s++;
-		} else {
-			colon = strrchr(s, ':');
-		}
-		if (!colon)
-			continue;
-		len = (size_t)(colon - s);
-		if (len == 0 || len >= sizeof(ip))
-			continue;
-		memcpy(ip, s, len);
-		ip[len] = '\0';
 		uid = tl_kube_pod_by_ip(a->kube, ip);
 		if (uid)
 			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", uid);
@@ -150,7 +141,7 @@ static void attribute(struct agent *a, struct tl_event *ev)
 				 info->parsed.container_id);
 			/* The pause container has no name in the Pod spec. */
 			if (info->parsed.kind == TL_CGROUP_SANDBOX)
-				tl_event_set_bool(ev, "sandbox", true);
+				ev->flags |= TL_EF_SANDBOX;
 		} else if ((t = find_tombstone(a, ev->cgroup_id))) {
 			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", t->pod_uid);
 			snprintf(ev->container_id, sizeof(ev->container_id), "%s", t->container_id);

@@ -14,19 +14,13 @@
 #include <bpf/libbpf.h>
 
 #include "bpf-loader.h"
+#include "decode.h"
 #include "clock.h"
 #include "metrics.h"
 #include "termline-events.h"
 #include "process.skel.h"
 #include "net.skel.h"
 #include "macro.h"
-
-_Static_assert(sizeof(struct tl_ev_header) == 48, "tl_ev_header layout");
-_Static_assert(sizeof(struct tl_ev_signal) == 80, "tl_ev_signal layout");
-_Static_assert(sizeof(struct tl_ev_exec) == 56 + TL_FILENAME_LEN, "tl_ev_exec layout");
-_Static_assert(sizeof(struct tl_ev_exit) == 56, "tl_ev_exit layout");
-_Static_assert(sizeof(struct tl_ev_sock) == 88, "tl_ev_sock layout");
-_Static_assert(sizeof(struct tl_ip_key) == 16, "tl_ip_key layout");
 
 #define DRAIN_INTERVAL_MS 10
 #define METRICS_INTERVAL_MS 1000
@@ -56,21 +50,6 @@ static const struct hook {
 	{ "tcp_receive_reset", "tcp", OBJ_NET },
 };
 #define N_HOOKS (sizeof(hooks) / sizeof(hooks[0]))
-
-/* Indexed by enum tl_ev_kind. */
-static const struct kind_info {
-	const char *type;
-	size_t size;
-} kinds[TL_EV_KIND_MAX] = {
-	[TL_EV_SIGNAL_GENERATE] = { "process.signal", sizeof(struct tl_ev_signal) },
-	[TL_EV_SIGNAL_DELIVER] = { "process.signal_delivered", sizeof(struct tl_ev_signal) },
-	[TL_EV_EXEC] = { "process.exec", sizeof(struct tl_ev_exec) },
-	[TL_EV_EXIT] = { "process.exit", sizeof(struct tl_ev_exit) },
-	[TL_EV_LISTEN] = { "socket.listen", sizeof(struct tl_ev_sock) },
-	[TL_EV_LISTEN_CLOSED] = { "socket.listen_closed", sizeof(struct tl_ev_sock) },
-	[TL_EV_RESET_SENT] = { "tcp.reset_sent", sizeof(struct tl_ev_sock) },
-	[TL_EV_RESET_RECEIVED] = { "tcp.reset_received", sizeof(struct tl_ev_sock) },
-};
 
 struct tl_bpf {
 	struct termline_process *proc;
@@ -431,207 +410,16 @@ void tl_bpf_free(struct tl_bpf *b)
 	free(b);
 }
 
-const char *tl_signal_name(int signo, char *buf, size_t len)
-{
-	static const char *const names[32] = {
-		[1] = "SIGHUP", [2] = "SIGINT", [3] = "SIGQUIT", [4] = "SIGILL",
-		[5] = "SIGTRAP", [6] = "SIGABRT", [7] = "SIGBUS", [8] = "SIGFPE",
-		[9] = "SIGKILL", [10] = "SIGUSR1", [11] = "SIGSEGV", [12] = "SIGUSR2",
-		[13] = "SIGPIPE", [14] = "SIGALRM", [15] = "SIGTERM", [16] = "SIGSTKFLT",
-		[17] = "SIGCHLD", [18] = "SIGCONT", [19] = "SIGSTOP", [20] = "SIGTSTP",
-		[21] = "SIGTTIN", [22] = "SIGTTOU", [23] = "SIGURG", [24] = "SIGXCPU",
-		[25] = "SIGXFSZ", [26] = "SIGVTALRM", [27] = "SIGPROF", [28] = "SIGWINCH",
-		[29] = "SIGIO", [30] = "SIGPWR", [31] = "SIGSYS",
-	};
-
-	if (signo >= 1 && signo < 32)
-		return names[signo];
-	/* Kernel numbering: SIGRTMIN is 32 (glibc reserves the first few). */
-	if (signo >= 32 && signo <= 64 && buf && len) {
-		snprintf(buf, len, "SIGRTMIN+%d", signo - 32);
-		return buf;
-	}
-	return NULL;
-}
-
-static const char *signal_result_name(uint32_t result)
-{
-	/* enum trace_signal_result */
-	static const char *const names[] = { "delivered", "ignored", "pending", "overflow_fail",
-					     "lose_info" };
-
-	return result < sizeof(names) / sizeof(names[0]) ? names[result] : "unknown";
-}
-
-/* An IPv4-mapped IPv6 address (a dual-stack socket's IPv4 peer) is shown as
- * IPv4 so that it matches pod IPs. */
-static void format_addr(uint16_t family, const uint8_t addr[16], char *buf, size_t len)
-{
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	if (family == AF_INET6 && memcmp(addr, mapped, sizeof(mapped)) == 0)
-		family = AF_INET, addr += 12;
-	if (!inet_ntop(family == AF_INET6 ? AF_INET6 : AF_INET, addr, buf, len))
-		snprintf(buf, len, "?");
-}
-
-static void format_endpoint(uint16_t family, const uint8_t addr[16], uint16_t port, char *buf,
-			    size_t len)
-{
-	char ip[INET6_ADDRSTRLEN];
-
-	format_addr(family, addr, ip, sizeof(ip));
-	if (strchr(ip, ':'))
-		snprintf(buf, len, "[%s]:%u", ip, port);
-	else
-		snprintf(buf, len, "%s:%u", ip, port);
-}
-
-/* Length of the well-formed UTF-8 sequence (RFC 3629) at s, or 0. */
-static size_t utf8_seq_len(const uint8_t *s, size_t n)
-{
-	size_t len, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	/* Overlong forms, UTF-16 surrogates and code points past U+10FFFF. */
-	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
-	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
-		return 0;
-	return len;
-}
-
-/* Comm and exec file names are whatever bytes the container chose, and the
- * kernel cuts comm at 15 bytes, possibly inside a character: JSON must be
- * UTF-8, so each byte that is not part of a well-formed sequence becomes
- * U+FFFD. dst holds 3 * srclen + 1 bytes; src ends at its first NUL. */
-static void copy_utf8(char *dst, const uint8_t *src, size_t srclen)
-{
-	size_t i = 0, o = 0, n = strnlen((const char *)src, srclen);
-
-	while (i < n) {
-		size_t len = utf8_seq_len(src + i, n - i);
-
-		if (len) {
-			memcpy(dst + o, src + i, len);
-			o += len;
-			i += len;
-		} else {
-			memcpy(dst + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		}
-	}
-	dst[o] = '\0';
-}
-
-static void copy_comm(char dst[3 * TL_COMM_LEN + 1], const uint8_t src[TL_COMM_LEN])
-{
-	copy_utf8(dst, src, TL_COMM_LEN);
-}
-
-static int fill_fields(struct tl_event *ev, const struct tl_ev_header *h, const void *data)
-{
-	char comm[3 * TL_COMM_LEN + 1], s[64], s2[64];
-	int r = 0;
-
-	copy_comm(comm, h->comm);
-	switch (h->kind) {
-	case TL_EV_SIGNAL_GENERATE:
-	case TL_EV_SIGNAL_DELIVER: {
-		const struct tl_ev_signal *e = data;
-		const char *name = tl_signal_name((int)e->signo, s, sizeof(s));
-
-		r = r ?: tl_event_set_str(ev, "signal", name);
-		r = r ?: tl_event_set_int(ev, "signo", e->signo);
-		r = r ?: tl_event_set_int(ev, "pid", h->tgid);
-		r = r ?: tl_event_set_str(ev, "comm", comm);
-		if (h->kind == TL_EV_SIGNAL_DELIVER)
-			break;
-		copy_comm(comm, e->sender_comm);
-		r = r ?: tl_event_set_int(ev, "senderPid", e->sender_tgid);
-		r = r ?: tl_event_set_str(ev, "senderComm", comm);
-		r = r ?: tl_event_set_str(ev, "result", signal_result_name(e->result));
-		break;
-	}
-	case TL_EV_EXEC: {
-		const struct tl_ev_exec *e = data;
-		char filename[3 * TL_FILENAME_LEN + 1];
-
-		copy_utf8(filename, e->filename, TL_FILENAME_LEN);
-		r = r ?: tl_event_set_int(ev, "pid", h->tgid);
-		r = r ?: tl_event_set_str(ev, "comm", comm);
-		r = r ?: tl_event_set_str(ev, "filename", filename);
-		break;
-	}
-	case TL_EV_EXIT: {
-		const struct tl_ev_exit *e = data;
-
-		r = r ?: tl_event_set_int(ev, "pid", h->tgid);
-		r = r ?: tl_event_set_str(ev, "comm", comm);
-		r = r ?: tl_event_set_int(ev, "exitCode", (e->exit_code >> 8) & 0xff);
-		r = r ?: tl_event_set_int(ev, "exitSignal", e->exit_code & 0x7f);
-		break;
-	}
-	case TL_EV_LISTEN:
-	case TL_EV_LISTEN_CLOSED: {
-		const struct tl_ev_sock *e = data;
-
-		format_addr(e->family, e->laddr, s, sizeof(s));
-		r = r ?: tl_event_set_str(ev, "address", s);
-		r = r ?: tl_event_set_int(ev, "port", e->lport);
-		break;
-	}
-	case TL_EV_RESET_SENT:
-	case TL_EV_RESET_RECEIVED: {
-		const struct tl_ev_sock *e = data;
-
-		format_endpoint(e->family, e->laddr, e->lport, s, sizeof(s));
-		format_endpoint(e->family, e->raddr, e->rport, s2, sizeof(s2));
-		r = r ?: tl_event_set_str(ev, "local", s);
-		r = r ?: tl_event_set_str(ev, "remote", s2);
-		break;
-	}
-	default:
-		return -EINVAL;
-	}
-	return r;
-}
-
 static int handle_record(void *ctx, void *data, size_t size)
 {
 	struct tl_bpf *b = ctx;
-	const struct tl_ev_header *h = data;
 	struct tl_event ev;
 
-	/* A record whose kind and size disagree (a mismatched object) is
-	 * skipped, never read past its end. */
-	if (size < sizeof(*h) || h->size != size || h->kind == 0 || h->kind >= TL_EV_KIND_MAX ||
-	    kinds[h->kind].size != size)
-		return 0;
 	if (!b->have_emitter)
 		return 0;
-	if (tl_event_init(&ev, TL_SRC_KERNEL, kinds[h->kind].type,
-			  tl_clock_boot_to_real(&tl_clock_global, h->ktime_ns)) < 0)
+	/* A record whose kind and size disagree is skipped (decode.c). */
+	if (tl_kernel_decode(data, size, tl_clock_global.offset_ns, &ev) < 0)
 		return 0;
-	ev.cgroup_id = h->cgroup_id;
-	if (fill_fields(&ev, h, data) < 0) {
-		tl_event_clear(&ev);
-		return 0;
-	}
 	tl_emit(&b->emit, &ev);
 	tl_event_clear(&ev);
 	return 0;
@@ -666,12 +454,9 @@ uint64_t tl_bpf_dropped_total(struct tl_bpf *b)
 
 uint64_t tl_bpf_dropped(struct tl_bpf *b, const char *type)
 {
-	uint32_t k;
+	uint32_t k = tl_kernel_wire_of(tl_kind_parse(type));
 
-	for (k = 1; k < TL_EV_KIND_MAX; k++)
-		if (type && strcmp(kinds[k].type, type) == 0)
-			return dropped_kind(b, k);
-	return 0;
+	return k ? dropped_kind(b, k) : 0;
 }
 
 uint64_t tl_bpf_tcp_closed(struct tl_bpf *b, uint64_t cgroup_id)
@@ -691,7 +476,9 @@ static void publish_metrics(struct tl_bpf *b)
 
 	for (k = 1; k < TL_EV_KIND_MAX; k++) {
 		v = dropped_kind(b, k);
-		snprintf(labels, sizeof(labels), "kind=\"%s\"", kinds[k].type);
+		if (tl_kernel_wire_kind(k) == TL_KIND_NONE)
+			continue; /* a reserved number (HTTP capture's records) */
+		snprintf(labels, sizeof(labels), "kind=\"%s\"", tl_kind_name(tl_kernel_wire_kind(k)));
 		/* Touch every label so /metrics lists each kind from the start. */
 		tl_metric_add(DROPPED_METRIC, labels, v > b->published_drops[k] ?
 			      v - b->published_drops[k] : 0);

@@ -8,8 +8,8 @@
 
 /* The kernel half: loads the process and net BPF objects (tp_btf programs,
  * classic tracepoints where tp_btf is missing), keeps the set of tracked
- * cgroups and pod IPs, and turns ring-buffer records into struct tl_event
- * (source kernel, cgroup_id set, pod/container left for the sink). */
+ * cgroups and pod IPs, and hands ring-buffer records, decoded into typed
+ * events by decode.c, to the sink. */
 struct tl_bpf;
 
 struct tl_bpf_config {
@@ -55,6 +55,3 @@ uint64_t tl_bpf_tcp_closed(struct tl_bpf *b, uint64_t cgroup_id);
 /* The attached hooks as "hook:variant" ("signal_generate:tp_btf"), NULL
  * terminated; owned by b. */
 const char *const *tl_bpf_probe_names(struct tl_bpf *b);
-
-/* "SIGTERM" for 15, "SIGRTMIN+3" for real-time signals, NULL out of range. */
-const char *tl_signal_name(int signo, char *buf, size_t len);

@@ -472,15 +472,10 @@ static int insert_entry(struct timeline *tl, int64_t t, struct json_object *obj)
 
 static bool http_failed(const struct tl_event *ev)
 {
-	struct json_object *v;
 	int64_t status;
 
-	if (strcmp(ev->type, "http.request") != 0)
+	if (ev->kind != TL_KIND_HTTP_REQUEST || !tl_event_get_i(ev, TL_F_HTTP_STATUS, &status))
 		return false;
-	if (!json_object_object_get_ex(ev->fields, "status", &v) ||
-	    !json_object_is_type(v, json_type_int))
-		return false;
-	status = json_object_get_int64(v);
 	return status == 0 || status >= 500;
 }
 
@@ -648,16 +643,13 @@ static bool is_restated(const struct timeline *tl, const struct tl_event *ev,
  * its termination gets a whole event budget of its own. */
 static bool starts_termination(const struct tl_event *ev)
 {
-	struct json_object *v;
-	int signo;
+	int64_t signo;
 
-	if (strcmp(ev->type, "pod.deletion_requested") == 0)
-		return true;
-	if (strcmp(ev->type, "process.signal") != 0 ||
-	    !json_object_object_get_ex(ev->fields, "signo", &v))
+	if (!tl_kind_has(ev->kind, TL_KF_TERMINATION))
 		return false;
-	signo = json_object_get_int(v);
-	return signo == 15 || signo == 9;
+	if (ev->kind != TL_KIND_PROCESS_SIGNAL)
+		return true;
+	return tl_event_get_i(ev, TL_F_SIG_SIGNO, &signo) && (signo == SIGTERM || signo == SIGKILL);
 }
 
 static bool is_api_lifecycle(const struct tl_event *ev)

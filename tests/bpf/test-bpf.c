@@ -409,22 +409,32 @@ static void read_exact(int fd, void *buf, size_t len)
 	ck_assert_int_eq(read(fd, buf, len), (ssize_t)len);
 }
 
+/* A field as the contract's JSON shows it. */
+static struct json_object *field(const struct tl_event *ev, const char *key)
+{
+	static struct json_object *last[8];
+	static unsigned next;
+	struct json_object *o = tl_event_to_json(ev, false), *v;
+
+	ck_assert_ptr_nonnull(o);
+	/* Keep the last few alive: callers hold the strings briefly. */
+	json_object_put(last[next % 8]);
+	last[next++ % 8] = o;
+	return json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
 static int field_int(const struct tl_event *ev, const char *key)
 {
-	struct json_object *v;
+	struct json_object *v = field(ev, key);
 
-	if (!json_object_object_get_ex(ev->fields, key, &v))
-		return -1;
-	return json_object_get_int(v);
+	return v ? json_object_get_int(v) : -1;
 }
 
 static const char *field_str(const struct tl_event *ev, const char *key)
 {
-	struct json_object *v;
+	struct json_object *v = field(ev, key);
 
-	if (!json_object_object_get_ex(ev->fields, key, &v))
-		return NULL;
-	return json_object_get_string(v);
+	return v ? json_object_get_string(v) : NULL;
 }
 
 /* Index of the first event after 'from' of this type whose field key has
