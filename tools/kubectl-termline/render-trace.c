@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: Apache-2.0
+/* render -o trace: the timeline as Chrome Trace Event JSON (Perfetto UI,
+ * chrome://tracing): a track per container and one for the API server and
+ * endpoints; complete slices for the preStop and drain spans, async slices
+ * for requests (they overlap), instants for signals, listener changes,
+ * resets and endpoint changes. Timestamps are microseconds from the first
+ * thing recorded; otherData says where the deletion is. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "findings.h"
+
+struct tr {
+	struct json_object *evs;
+	int64_t t0;
+	const char *lane[TL_FINDINGS_MAX_CONTAINERS + 1];
+	size_t nl;
+};
+
+static int lane_of(const struct tr *t, const char *c)
+{
+	for (size_t i = 1; c && i < t->nl; i++)
+		if (strcmp(t->lane[i], c) == 0)
+			return (int)i;
+	return 0;
+}
+
+static struct json_object *ev_new(const struct tr *t, const char *name, const char *ph, int64_t at, int lane)
+{
+	struct json_object *o = json_object_new_object();
+	char us[40];
+	int64_t d = at - t->t0;
+
+	if (!o)
+		return NULL;
+	/* microseconds with the nanoseconds kept as a fraction */
+	snprintf(us, sizeof(us), "%lld.%03lld", (long long)(d / 1000), (long long)(d % 1000 < 0 ? -(d % 1000) : d % 1000));
+	if (json_object_object_add(o, "name", json_object_new_string(name)) < 0 ||
+	    json_object_object_add(o, "ph", json_object_new_string(ph)) < 0 ||
+	    json_object_object_add(o, "ts", json_object_new_double_s((double)d / 1000.0, us)) < 0 ||
+	    json_object_object_add(o, "pid", json_object_new_int(1)) < 0 ||
+	    json_object_object_add(o, "tid", json_object_new_int(lane + 1)) < 0 ||
+	    json_object_array_add(t->evs, o) < 0) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int meta(struct tr *t, const char *what, int tid, const char *name)
+{
+	struct json_object *o = json_object_new_object(), *args = json_object_new_object();
+
+	if (!o || !args || json_object_object_add(o, "name", json_object_new_string(what)) < 0 ||
+	    json_object_object_add(o, "ph", json_object_new_string("M")) < 0 ||
+	    json_object_object_add(o, "ts", json_object_new_int(0)) < 0 ||
+	    json_object_object_add(o, "pid", json_object_new_int(1)) < 0 ||
+	    json_object_object_add(o, "tid", json_object_new_int(tid)) < 0 ||
+	    json_object_object_add(args, "name", json_object_new_string(name)) < 0 ||
+	    json_object_object_add(o, "args", args) < 0) {
+		json_object_put(o);
+		json_object_put(args);
+		return -ENOMEM;
+	}
+	return json_object_array_add(t->evs, o) < 0 ? (json_object_put(o), -ENOMEM) : 0;
+}
+
+static int span(struct tr *t, const char *name, const char *cat, int64_t from, int64_t to, int lane)
+{
+	struct json_object *o;
+	char us[40];
+
+	if (!from || to < from)
+		return 0;
+	o = ev_new(t, name, "X", from, lane);
+	snprintf(us, sizeof(us), "%lld.%03lld", (long long)((to - from) / 1000), (long long)((to - from) % 1000));
+	if (!o || json_object_object_add(o, "dur", json_object_new_double_s((double)(to - from) / 1000.0, us)) < 0 ||
+	    json_object_object_add(o, "cat", json_object_new_string(cat)) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int render_trace(FILE *f, struct json_object *doc)
+{
+	struct json_object *root = json_object_new_object(), *evs = json_path(doc, "events"), *other;
+	struct tr t = {0};
+	struct tl_model m;
+	char title[600], ref[TL_TIME_STRLEN];
+	int r = -ENOMEM;
+
+	if (tl_model_build(doc, &m) < 0) {
+		tl_model_done(&m);
+		json_object_put(root);
+		return -EINVAL;
+	}
+	t.evs = json_object_new_array();
+	other = json_object_new_object();
+	if (!root || !t.evs || !other || json_object_object_add(root, "traceEvents", t.evs) < 0) {
+		json_object_put(t.evs);
+		json_object_put(other);
+		goto out;
+	}
+	if (json_object_object_add(root, "displayTimeUnit", json_object_new_string("ms")) < 0 ||
+	    json_object_object_add(root, "otherData", other) < 0) {
+		json_object_put(other);
+		goto out;
+	}
+	t.lane[t.nl++] = "API / endpoints";
+	for (size_t i = 0; i < m.n_ctr && t.nl <= TL_FINDINGS_MAX_CONTAINERS; i++)
+		if (!m.ctr[i].sandbox && strcmp(m.ctr[i].name, "(unknown)") != 0)
+			t.lane[t.nl++] = m.ctr[i].name;
+	t.t0 = m.first_ns;
+	for (size_t i = 0; i < m.n_req; i++)
+		if (!t.t0 || m.reqs[i].start_ns < t.t0)
+			t.t0 = m.reqs[i].start_ns;
+	snprintf(title, sizeof(title), "%s/%s", m.ns ? m.ns : "?", m.name ? m.name : "?");
+	tl_time_format(m.ref_ns, ref);
+	if (json_object_object_add(other, "pod", json_object_new_string(title)) < 0 ||
+	    json_object_object_add(other, "reference", json_object_new_string(m.ref_what)) < 0 ||
+	    json_object_object_add(other, "referenceTime", json_object_new_string(ref)) < 0 ||
+	    json_object_object_add(other, "referenceTs", json_object_new_double((double)(m.ref_ns - t.t0) / 1000.0)) < 0 ||
+	    json_object_object_add(other, "complete", json_object_new_boolean(m.complete)) < 0)
+		goto out;
+	if (meta(&t, "process_name", 0, title) < 0)
+		goto out;
+	for (size_t i = 0; i < t.nl; i++)
+		if (meta(&t, "thread_name", (int)i + 1, t.lane[i]) < 0)
+			goto out;
+	/* spans: preStop (exec in the container before its SIGTERM) and the
+	 * drain (SIGTERM to exit) */
+	for (size_t i = 0; i < m.n_ctr; i++) {
+		const struct tl_ctr *c = &m.ctr[i];
+		int lane = lane_of(&t, c->name);
+		int64_t prestop = 0;
+
+		if (c->sandbox || !lane)
+			continue;
+		for (size_t k = 0; evs && k < json_object_array_length(evs); k++) {
+			struct json_object *ev = json_object_array_get_idx(evs, k);
+			const char *ty = json_str(ev, "type"), *cn = json_str(ev, "container");
+			int64_t at = tl_event_time(ev);
+
+			if (ty && cn && strcmp(ty, "process.exec") == 0 && strcmp(cn, c->name) == 0 && at >= m.ref_ns &&
+			    (!c->sigterm_ns || at < c->sigterm_ns)) {
+				prestop = at;
+				break;
+			}
+		}
+		if (prestop && span(&t, "preStop", "termination", prestop, c->sigterm_ns ? c->sigterm_ns : m.last_ns, lane) < 0)
+			goto out;
+		if (c->sigterm_ns && span(&t, c->sigkill_ns ? "stop (killed)" : "stop", "termination", c->sigterm_ns,
+					  c->exit_ns ? c->exit_ns : c->sigkill_ns ? c->sigkill_ns : m.last_ns, lane) < 0)
+			goto out;
+	}
+	/* requests: async slices, one id each */
+	for (size_t i = 0; i < m.n_req; i++) {
+		const struct tl_req *q = &m.reqs[i];
+		int lane = q->ctr >= 0 ? lane_of(&t, m.ctr[q->ctr].name) : 0;
+		char name[400], id[32];
+		struct json_object *b, *e, *args;
+
+		snprintf(name, sizeof(name), "%s %s %d%s%s", q->method ? q->method : "?", q->path ? q->path : "?", q->status,
+			 q->flags && strcmp(q->flags, "-") ? " " : "", q->flags && strcmp(q->flags, "-") ? q->flags : "");
+		snprintf(id, sizeof(id), "0x%zx", i + 1);
+		b = ev_new(&t, name, "b", q->start_ns, lane);
+		e = ev_new(&t, name, "e", q->end_ns, lane);
+		args = json_object_new_object();
+		if (!b || !e || !args || json_object_object_add(b, "cat", json_object_new_string(q->failed ? "request,failed" : "request")) < 0 ||
+		    json_object_object_add(e, "cat", json_object_new_string(q->failed ? "request,failed" : "request")) < 0 ||
+		    json_object_object_add(b, "id", json_object_new_string(id)) < 0 ||
+		    json_object_object_add(e, "id", json_object_new_string(id)) < 0 ||
+		    json_object_object_add(args, "requestId", q->id ? json_object_new_string(q->id) : NULL) < 0 ||
+		    json_object_object_add(args, "status", json_object_new_int(q->status)) < 0 ||
+		    json_object_object_add(args, "direction", json_object_new_string(q->inbound ? "inbound" : "outbound")) < 0 ||
+		    json_object_object_add(b, "args", args) < 0) {
+			json_object_put(args);
+			goto out;
+		}
+	}
+	/* instants */
+	for (size_t k = 0; evs && k < json_object_array_length(evs); k++) {
+		struct json_object *ev = json_object_array_get_idx(evs, k), *o;
+		const char *ty = json_str(ev, "type");
+		int64_t at = tl_event_time(ev);
+		char text[1024];
+		bool pod_wide;
+
+		if (!ty || !at || strcmp(ty, "http.request") == 0)
+			continue;
+		describe_event(ev, text, sizeof(text));
+		pod_wide = strcmp(ty, "pod.deletion_requested") == 0 || strcmp(ty, "pod.deleted") == 0;
+		o = ev_new(&t, text, "i", at, lane_of(&t, json_str(ev, "container")));
+		if (!o || json_object_object_add(o, "s", json_object_new_string(pod_wide ? "p" : "t")) < 0 ||
+		    json_object_object_add(o, "cat", json_object_new_string(ty)) < 0)
+			goto out;
+	}
+	r = fprintf(f, "%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) < 0
+		    ? -EIO
+		    : 0;
+out:
+	tl_model_done(&m);
+	json_object_put(root);
+	return r;
+}
+
+int cmd_render(struct cli *cli)
+{
+	struct json_object *doc;
+	FILE *f;
+	int r;
+
+	if (cli->nargs != 1) {
+		cli_err(cli, "render takes one NAMESPACE/POD");
+		return EXIT_USAGE;
+	}
+	if (!cli->output || (strcmp(cli->output, "svg") && strcmp(cli->output, "trace"))) {
+		cli_err(cli, "render: -o svg or -o trace");
+		return EXIT_USAGE;
+	}
+	r = load_doc(cli, cli->args[0], &doc);
+	if (r != EXIT_FOUND)
+		return r;
+	f = open_out(cli);
+	if (!f) {
+		cli_err(cli, "%s: %s", cli->out_file, strerror(errno));
+		json_object_put(doc);
+		return EXIT_USAGE;
+	}
+	r = strcmp(cli->output, "svg") == 0 ? render_svg(f, doc) : render_trace(f, doc);
+	if (close_out(cli, f) < 0 || r < 0) {
+		if (r < 0)
+			cli_err(cli, "%s: cannot render: %s", cli->args[0], strerror(-r));
+		json_object_put(doc);
+		return EXIT_USAGE;
+	}
+	json_object_put(doc);
+	return EXIT_FOUND;
+}

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: Apache-2.0
+/* rollout deployment/NAME: every Pod of the replaced ReplicaSet(s), from
+ * every node's agent: Pods terminated, failed requests in total and by
+ * finding, the worst Pods, and one recommendation for the Deployment: the
+ * largest value any Pod needed of the most severe finding's setting (the
+ * setting that would have covered every Pod). docs/cli.md. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "cli.h"
+#include "findings.h"
+
+#define REVISION_ANNOTATION "deployment.kubernetes.io/revision"
+#define WORST 5
+
+static long revision_of(struct json_object *o)
+{
+	const char *r = json_str(json_path(o, "metadata.annotations"), REVISION_ANNOTATION);
+
+	return r ? strtol(r, NULL, 10) : 0;
+}
+
+/* The replaced ReplicaSets' names (or the one of --revision). */
+static int replicasets(const struct cli *cli, struct source *src, const char *ns, const char *name,
+		       struct json_object *names, char *err, size_t errlen)
+{
+	struct json_object *dep = NULL, *rsl = NULL, *items;
+	const char *uid;
+	char path[1024];
+	long current;
+	int r;
+
+	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/deployments/%s", ns, name);
+	r = source_api_get(src, path, &dep, err, errlen);
+	if (r < 0)
+		return r;
+	uid = json_str(json_path(dep, "metadata"), "uid");
+	current = revision_of(dep);
+	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/replicasets", ns);
+	r = source_api_get(src, path, &rsl, err, errlen);
+	if (r < 0)
+		goto out;
+	if (json_object_object_get_ex(rsl, "items", &items) && json_object_is_type(items, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(items); i++) {
+			struct json_object *rs = json_object_array_get_idx(items, i), *owners;
+			bool mine = false;
+			long rev = revision_of(rs);
+
+			if (json_object_object_get_ex(json_path(rs, "metadata"), "ownerReferences", &owners) &&
+			    json_object_is_type(owners, json_type_array))
+				for (size_t k = 0; k < json_object_array_length(owners); k++) {
+					const char *ou = json_str(json_object_array_get_idx(owners, k), "uid");
+
+					mine |= ou && uid && strcmp(ou, uid) == 0;
+				}
+			if (!mine || (cli->revision ? rev != cli->revision : rev == current))
+				continue;
+			if (json_object_array_add(names, json_object_new_string(json_str(json_path(rs, "metadata"), "name")
+											 ?: "")) < 0) {
+				r = -ENOMEM;
+				goto out;
+			}
+		}
+	r = 0;
+out:
+	json_object_put(dep);
+	json_object_put(rsl);
+	return r;
+}
+
+static bool name_in(struct json_object *names, const char *n)
+{
+	for (size_t i = 0; n && i < json_object_array_length(names); i++)
+		if (strcmp(json_object_get_string(json_object_array_get_idx(names, i)), n) == 0)
+			return true;
+	return false;
+}
+
+struct pod_sum {
+	struct json_object *doc;
+	size_t failed;
+};
+
+static int by_failed(const void *a, const void *b)
+{
+	const struct pod_sum *x = a, *y = b;
+
+	return x->failed < y->failed ? 1 : x->failed > y->failed ? -1 : 0;
+}
+
+int cmd_rollout(struct cli *cli)
+{
+	const char *arg, *slash, *ns = cli->ns ? cli->ns : "default";
+	struct json_object *names = json_object_new_array(), *docs = NULL, *out = NULL, *by_rule = NULL, *best = NULL,
+			   *worst = NULL;
+	struct source *src = NULL;
+	struct pod_sum *sums = NULL;
+	char err[1024] = "", name[256];
+	bool json = cli->output && strcmp(cli->output, "json") == 0, guessed = false;
+	size_t n = 0, total = 0, terminated = 0;
+	int best_rank = 0, rc = EXIT_USAGE, r;
+
+	if (!names)
+		return EXIT_USAGE;
+	if (cli->nargs != 1) {
+		cli_err(cli, "rollout takes one deployment/NAME");
+		goto done;
+	}
+	arg = cli->args[0];
+	slash = strchr(arg, '/');
+	if (slash && strncmp(arg, "deployment/", 11) && strncmp(arg, "deploy/", 7) && strncmp(arg, "deployments/", 12)) {
+		cli_err(cli, "rollout: %s: only deployment/NAME", arg);
+		goto done;
+	}
+	snprintf(name, sizeof(name), "%s", slash ? slash + 1 : arg);
+	if (!name[0]) {
+		cli_err(cli, "rollout: no Deployment name");
+		goto done;
+	}
+	r = source_open(cli, &src, err, sizeof(err));
+	if (r == 0) {
+		r = replicasets(cli, src, ns, name, names, err, sizeof(err));
+		if (r == -ENOTSUP) {
+			/* --from: no API server to ask which ReplicaSets the
+			 * Deployment owns: its Pods' owners are NAME-<hash> */
+			guessed = true;
+			r = 0;
+		} else if (r == -ENOENT) {
+			cli_err(cli, "deployment %s/%s not found", ns, name);
+			rc = EXIT_NOT_FOUND;
+			goto done;
+		}
+	}
+	if (r == 0)
+		r = source_list(src, ns, "ReplicaSet", NULL, 0, &docs, err, sizeof(err));
+	if (r < 0) {
+		cli_err(cli, "%s", err[0] ? err : strerror(-r));
+		goto done;
+	}
+	sums = calloc(json_object_array_length(docs) + 1, sizeof(*sums));
+	by_rule = json_object_new_object();
+	worst = json_object_new_array();
+	if (!sums || !by_rule || !worst)
+		goto done;
+	for (size_t i = 0; i < json_object_array_length(docs); i++) {
+		struct json_object *d = json_object_array_get_idx(docs, i), *fs = NULL;
+		const char *owner = json_str(json_path(d, "pod.owner"), "name");
+		struct tl_model m;
+
+		if (guessed ? !(owner && strncmp(owner, name, strlen(name)) == 0 && owner[strlen(name)] == '-' &&
+				!strchr(owner + strlen(name) + 1, '-'))
+			    : !name_in(names, owner))
+			continue;
+		if (tl_model_build(d, &m) == 0 && m.deletion_ns)
+			terminated++;
+		tl_model_done(&m);
+		sums[n].doc = d;
+		sums[n].failed = doc_failed_requests(d);
+		total += sums[n].failed;
+		n++;
+		if (doc_findings(d, &fs) < 0)
+			continue;
+		for (size_t k = 0; k < json_object_array_length(fs); k++) {
+			struct json_object *f = json_object_array_get_idx(fs, k), *agg, *v, *reco;
+			const char *rule = json_str(f, "rule");
+			int rank = tl_finding_severity_rank(json_str(f, "severity"));
+			size_t nf = json_object_array_length(json_path(f, "requestIds"));
+
+			if (!rule)
+				continue;
+			if (!json_object_object_get_ex(by_rule, rule, &agg)) {
+				agg = json_object_new_object();
+				if (!agg || json_object_object_add(by_rule, rule, agg) < 0) {
+					json_object_put(agg);
+					continue;
+				}
+				json_object_object_add(agg, "pods", json_object_new_int(0));
+				json_object_object_add(agg, "failedRequests", json_object_new_int(0));
+			}
+			json_object_int_inc(json_path(agg, "pods"), 1);
+			if ((v = json_path(f, "numbers.failedRequests")))
+				nf = (size_t)json_object_get_int64(v);
+			json_object_int_inc(json_path(agg, "failedRequests"), (int64_t)nf);
+			/* the Deployment's recommendation: the most severe
+			 * finding's setting, at the largest value any Pod needed */
+			reco = json_path(f, "recommendation");
+			v = json_path(reco, "value");
+			if (!reco || !v || !json_object_is_type(v, json_type_int))
+				continue;
+			if (!best || rank > best_rank ||
+			    (rank == best_rank && strcmp(json_str(best, "setting") ?: "", json_str(reco, "setting") ?: "") == 0 &&
+			     json_object_get_int64(v) > json_object_get_int64(json_path(best, "value")))) {
+				struct json_object *copy = NULL;
+
+				if (json_object_deep_copy(reco, &copy, NULL) < 0)
+					continue;
+				json_object_object_add(copy, "rule", json_object_new_string(rule));
+				json_object_object_add(copy, "pod", json_object_new_string(json_str(json_path(d, "pod"), "name") ?: "?"));
+				json_object_put(best);
+				best = copy;
+				best_rank = rank;
+			}
+		}
+		json_object_put(fs);
+	}
+	qsort(sums, n, sizeof(*sums), by_failed);
+	for (size_t i = 0; i < n && i < WORST; i++) {
+		struct json_object *w = json_object_new_object();
+
+		if (!w || json_object_array_add(worst, w) < 0) {
+			json_object_put(w);
+			goto done;
+		}
+		json_object_object_add(w, "pod", json_object_new_string(json_str(json_path(sums[i].doc, "pod"), "name") ?: "?"));
+		json_object_object_add(w, "failedRequests", json_object_new_int64((int64_t)sums[i].failed));
+	}
+	if (json) {
+		out = json_object_new_object();
+		if (!out)
+			goto done;
+		json_object_object_add(out, "deployment", json_object_new_string(name));
+		json_object_object_add(out, "namespace", json_object_new_string(ns));
+		json_object_object_add(out, "replicaSets", json_object_get(names));
+		json_object_object_add(out, "pods", json_object_new_int64((int64_t)n));
+		json_object_object_add(out, "podsTerminated", json_object_new_int64((int64_t)terminated));
+		json_object_object_add(out, "failedRequests", json_object_new_int64((int64_t)total));
+		json_object_object_add(out, "byFinding", json_object_get(by_rule));
+		json_object_object_add(out, "worstPods", json_object_get(worst));
+		json_object_object_add(out, "recommendation", json_object_get(best));
+		if (print_json(stdout, out) < 0)
+			goto done;
+	} else {
+		printf("%sdeployment %s/%s%s: %zu Pod%s of %s (%zu terminated), %zu failed request%s\n", col(cli, "bold"), ns,
+		       name, col(cli, "reset"), n, n == 1 ? "" : "s",
+		       guessed ? "ReplicaSets named after it (no API server with --from)" : "the replaced ReplicaSet(s)",
+		       terminated, total, total == 1 ? "" : "s");
+		if (!guessed)
+			for (size_t i = 0; i < json_object_array_length(names); i++)
+				printf("  replicaset %s\n", json_object_get_string(json_object_array_get_idx(names, i)));
+		if (json_object_object_length(by_rule))
+			printf("by finding:\n");
+		json_object_object_foreach(by_rule, k, v) printf("  %-32s %3d Pod%s, %d failed requests\n", k,
+								 json_object_get_int(json_path(v, "pods")),
+								 json_object_get_int(json_path(v, "pods")) == 1 ? " " : "s",
+								 json_object_get_int(json_path(v, "failedRequests")));
+		if (n) {
+			printf("worst Pods:\n");
+			for (size_t i = 0; i < n && i < WORST; i++)
+				printf("  %-40s %zu failed\n", json_str(json_path(sums[i].doc, "pod"), "name") ?: "?", sums[i].failed);
+		}
+		if (best)
+			printf("%srecommended for the Deployment:%s %s = %s\n  (the largest any Pod needed: %s, finding %s)\n",
+			       col(cli, "green"), col(cli, "reset"), json_str(best, "setting") ?: "?",
+			       json_object_get_string(json_path(best, "value")), json_str(best, "pod") ?: "?",
+			       json_str(best, "rule") ?: "?");
+		else
+			printf("no recommendation: no finding with a setting to change\n");
+	}
+	rc = n ? EXIT_FOUND : EXIT_NOT_FOUND;
+	if (!n)
+		fprintf(stderr, "%s: no timelines of deployment %s/%s's Pods\n", cli->prog, ns, name);
+done:
+	free(sums);
+	json_object_put(out);
+	json_object_put(by_rule);
+	json_object_put(worst);
+	json_object_put(best);
+	json_object_put(docs);
+	json_object_put(names);
+	source_free(src);
+	return rc;
+}
