@@ -56,8 +56,11 @@ enum tl_kind {
 	TL_KIND_POD_CGROUPS_REMOVED = 15,
 	TL_KIND_HTTP_REQUEST = 16,
 	TL_KIND_EVENTS_AGGREGATED = 17,
-	/* 18..: kinds added later (HTTP capture's own kinds go here). */
-	TL_KIND_MAX = 18,
+	/* The preStop gate's wait on GET /v1/pods/{uid}/drained (docs/drain.md). */
+	TL_KIND_DRAIN_WAIT_STARTED = 18,
+	TL_KIND_DRAIN_WAIT_ENDED = 19,
+	/* 20..: kinds added later (HTTP capture's own kinds go here). */
+	TL_KIND_MAX = 20,
 };
 
 /* How a field is held in the event and written in JSON. */
@@ -117,6 +120,11 @@ enum { TL_F_HTTP_REQUEST_ID = 0, TL_F_HTTP_METHOD, TL_F_HTTP_PATH, TL_F_HTTP_STA
        TL_F_HTTP_START, TL_F_HTTP_DURATION_MS, TL_F_HTTP_DIRECTION, TL_F_HTTP_RESPONSE_FLAGS,
        TL_F_HTTP_ERROR };
 enum { TL_F_AGG_TYPE = 0, TL_F_AGG_INTERVAL_MS, TL_F_AGG_COUNT, TL_F_AGG_FAILED };
+enum { TL_F_DRAIN_QUIET_MS = 0, TL_F_DRAIN_TIMEOUT_MS };
+/* outcome: drained|timeout|abandoned|agent_stopping; heldBy: the condition
+ * that held the gate last (deletion|endpoint|traffic|quiet). */
+enum { TL_F_DRAIN_OUTCOME = 0, TL_F_DRAIN_HELD_BY, TL_F_DRAIN_HELD_MS, TL_F_DRAIN_CONNECTIONS,
+       TL_F_DRAIN_REQUESTS, TL_F_DRAIN_OUT_OF_ROTATION, TL_F_DRAIN_LAST_TRAFFIC };
 
 const char *tl_kind_name(enum tl_kind k); /* "unknown" out of range */
 /* The decoder's name lookup: the one place a kind is found by its name.

@@ -61,6 +61,11 @@ const struct tl_kind_info tl_kinds[TL_KIND_MAX] = {
 	[TL_KIND_EVENTS_AGGREGATED] = { "events.aggregated", TL_SRC_KERNEL, 0, 4,
 		{ F("aggregatedType", STR), F("intervalMs", INT), F("count", INT),
 		  F("failed", INT) } },
+	[TL_KIND_DRAIN_WAIT_STARTED] = { "drain.wait_started", TL_SRC_API, 0, 2,
+		{ F("quietMs", INT), F("timeoutMs", INT) } },
+	[TL_KIND_DRAIN_WAIT_ENDED] = { "drain.wait_ended", TL_SRC_API, 0, 7,
+		{ F("outcome", STR), F("heldBy", STR), F("heldMs", INT), F("connections", INT),
+		  F("requests", INT), F("outOfRotation", TIME), F("lastTraffic", TIME) } },
 };
 
 static const char *const source_names[TL_SRC_MAX] = {
