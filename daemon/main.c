@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bpf-loader.h"
+#include "capture.h"
 #include "cgroup-map.h"
 #include "clock.h"
 #include "event.h"
@@ -58,6 +59,7 @@ struct agent {
 	struct tl_cgroup_map *cgroups;
 	struct tl_kube *kube;
 	struct tl_timelines *timelines;
+	struct tl_capture *capture;
 	struct tl_http *http;
 	struct tl_timer *clock_timer;
 	struct tl_timer *housekeeping_timer;
@@ -634,6 +636,21 @@ static int agent_start(struct agent *a)
 		}
 	}
 
+	{
+		struct tl_capture_config cc = {
+			.pod_logs_dir = a->opts.pod_logs_dir,
+			.request_id_headers = (const char *const *)a->opts.request_id_headers,
+			.n_request_id_headers = a->opts.n_request_id_headers,
+		};
+		struct tl_emitter emit = { .emit = sink_emit, .userdata = a };
+
+		r = tl_capture_new(&cc, a->loop, &emit, &a->capture);
+		if (r < 0) {
+			tl_error("HTTP capture (pod logs %s): %s", a->opts.pod_logs_dir, strerror(-r));
+			return 2;
+		}
+	}
+
 	if (a->opts.listen && a->opts.listen[0] && strcmp(a->opts.listen, "off") != 0) {
 		struct tl_http_config hc = {
 			.listen = a->opts.listen,
@@ -721,6 +738,9 @@ static void agent_stop(struct agent *a)
 	 * clean stop loses nothing. */
 	if (a->bpf)
 		tl_bpf_drain(a->bpf);
+	if (a->capture)
+		tl_capture_poll_logs(a->capture);
+	tl_capture_free(a->capture);
 	tl_http_free(a->http);
 	if (a->timelines)
 		tl_timelines_flush(a->timelines);

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cri-log.h"
+#include "macro.h"
+#include "pod-logs.h"
+
+/* Bytes read from one file per wake-up: a proxy logging faster than this
+ * is read on the next wake-up instead of holding the loop. */
+#define READ_BUDGET (4u << 20)
+#define READ_CHUNK (64u * 1024)
+
+struct tfile {
+	struct tfile *next;
+	char *path;
+	char ns[64];
+	char pod[254];
+	char uid[64];
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	off_t off;
+	struct tl_cri_reader *rd;
+	bool seen;
+};
+
+struct tl_pod_logs {
+	char *root;
+	char *container;
+	uint32_t max_files;
+	struct tl_loop *loop;
+	struct tl_timer *timer;
+	int ifd;
+	tl_pod_log_cb cb;
+	void *ud;
+	struct tfile *files;
+	bool scanned_once;
+	char *chunk;
+	struct tl_pod_logs_stats st;
+	int records_now;
+};
+
+static void tfile_free(struct tfile *f)
+{
+	if (!f)
+		return;
+	if (f->fd >= 0)
+		close(f->fd);
+	tl_cri_reader_free(f->rd);
+	free(f->path);
+	free(f);
+}
+
+struct rec_ctx {
+	struct tl_pod_logs *p;
+	struct tfile *f;
+};
+
+static void on_record(void *ud, int64_t t, bool is_stderr _unused_, const char *text, size_t len,
+		      bool cut)
+{
+	struct rec_ctx *c = ud;
+	struct tl_pod_log_source src = {
+		.ns = c->f->ns, .pod = c->f->pod, .uid = c->f->uid,
+		.container = c->p->container, .file = c->f->path,
+	};
+
+	c->p->st.records++;
+	c->p->records_now++;
+	c->p->cb(c->p->ud, &src, t, text, len, cut);
+}
+
+/* Reads what was appended since the last read; a file shorter than what was
+ * read already was truncated (copytruncate rotation): start over. */
+static void read_file(struct tl_pod_logs *p, struct tfile *f)
+{
+	struct rec_ctx ctx = { p, f };
+	struct stat st;
+	size_t total = 0;
+
+	if (f->fd < 0)
+		return;
+	if (fstat(f->fd, &st) == 0 && st.st_size < f->off) {
+		p->st.truncations++;
+		f->off = 0;
+		tl_cri_reader_reset(f->rd);
+	}
+	while (total < READ_BUDGET) {
+		ssize_t n = pread(f->fd, p->chunk, READ_CHUNK, f->off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		f->off += n;
+		total += (size_t)n;
+		p->st.bytes += (uint64_t)n;
+		tl_cri_reader_feed(f->rd, p->chunk, (size_t)n, on_record, &ctx);
+	}
+}
+
+static int tfile_open(struct tfile *f, bool at_end)
+{
+	struct stat st;
+
+	f->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (f->fd < 0)
+		return -errno;
+	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(f->fd);
+		f->fd = -1;
+		return -EINVAL;
+	}
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->off = at_end ? st.st_size : 0;
+	return 0;
+}
+
+/* "<namespace>_<pod>_<uid>": neither a namespace nor a Pod name may hold
+ * '_' (DNS labels and subdomains), so the first and last '_' split it. */
+static int parse_pod_dir(const char *name, struct tfile *f)
+{
+	const char *a = strchr(name, '_'), *b = strrchr(name, '_');
+
+	if (!a || a == b || a == name || !b[1])
+		return -EINVAL;
+	if ((size_t)(a - name) >= sizeof(f->ns) || (size_t)(b - a - 1) >= sizeof(f->pod) ||
+	    strlen(b + 1) >= sizeof(f->uid) || b - a - 1 == 0)
+		return -EINVAL;
+	memcpy(f->ns, name, (size_t)(a - name));
+	f->ns[a - name] = '\0';
+	memcpy(f->pod, a + 1, (size_t)(b - a - 1));
+	f->pod[b - a - 1] = '\0';
+	snprintf(f->uid, sizeof(f->uid), "%s", b + 1);
+	return 0;
+}
+
+/* The runtime's current files are "<restart count>.log"; rotated ones
+ * ("0.log.20261201-030405", ".gz") are never written again. */
+static bool is_log_name(const char *n)
+{
+	const char *d = n;
+
+	while (*d >= '0' && *d <= '9')
+		d++;
+	return d > n && strcmp(d, ".log") == 0;
+}
+
+static struct tfile *find_file(struct tl_pod_logs *p, const char *path)
+{
+	for (struct tfile *f = p->files; f; f = f->next)
+		if (strcmp(f->path, path) == 0)
+			return f;
+	return NULL;
+}
+
+static void scan_container_dir(struct tl_pod_logs *p, const char *pod_name, const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	inotify_add_watch(p->ifd, dir, IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
+				       IN_MODIFY | IN_ONLYDIR);
+	while ((de = readdir(d))) {
+		char path[PATH_MAX];
+		struct tfile *f;
+		struct stat st;
+
+		if (!is_log_name(de->d_name))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		f = find_file(p, path);
+		if (f) {
+			f->seen = true;
+			/* Rotated: the name now holds a new file. The old one
+			 * is read to its end first; it gets no more lines. */
+			if (stat(path, &st) == 0 && (st.st_ino != f->ino || st.st_dev != f->dev)) {
+				read_file(p, f);
+				close(f->fd);
+				f->fd = -1;
+				tl_cri_reader_reset(f->rd);
+				p->st.rotations++;
+				if (tfile_open(f, false) < 0)
+					f->seen = false;
+			}
+			continue;
+		}
+		if (p->st.files >= p->max_files) {
+			p->st.files_refused++;
+			continue;
+		}
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			break;
+		f->fd = -1;
+		f->path = strdup(path);
+		if (!f->path || parse_pod_dir(pod_name, f) < 0 || tl_cri_reader_new(&f->rd) < 0 ||
+		    tfile_open(f, !p->scanned_once) < 0) {
+			tfile_free(f);
+			continue;
+		}
+		f->seen = true;
+		f->next = p->files;
+		p->files = f;
+		p->st.files++;
+	}
+	closedir(d);
+}
+
+static void rescan(struct tl_pod_logs *p)
+{
+	DIR *d;
+	struct dirent *de;
+	struct tfile **pp;
+
+	for (struct tfile *f = p->files; f; f = f->next)
+		f->seen = false;
+	d = opendir(p->root);
+	if (d) {
+		inotify_add_watch(p->ifd, p->root, IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM |
+						   IN_ONLYDIR);
+		while ((de = readdir(d))) {
+			char pod_dir[PATH_MAX], dir[PATH_MAX];
+			struct tfile probe;
+
+			if (de->d_name[0] == '.' || parse_pod_dir(de->d_name, &probe) < 0)
+				continue;
+			if ((size_t)snprintf(pod_dir, sizeof(pod_dir), "%s/%s", p->root, de->d_name) >=
+				    sizeof(pod_dir) ||
+			    (size_t)snprintf(dir, sizeof(dir), "%s/%s", pod_dir, p->container) >=
+				    sizeof(dir))
+				continue;
+			inotify_add_watch(p->ifd, pod_dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+			scan_container_dir(p, de->d_name, dir);
+		}
+		closedir(d);
+	}
+	p->scanned_once = true;
+	/* Files whose name is gone (Pod directory removed, renamed without a
+	 * successor yet): what they still hold is read, then they are closed. */
+	pp = &p->files;
+	while (*pp) {
+		struct tfile *f = *pp;
+
+		if (f->seen) {
+			pp = &f->next;
+			continue;
+		}
+		read_file(p, f);
+		*pp = f->next;
+		p->st.files--;
+		tfile_free(f);
+	}
+}
+
+static void read_all(struct tl_pod_logs *p)
+{
+	for (struct tfile *f = p->files; f; f = f->next)
+		read_file(p, f);
+}
+
+int tl_pod_logs_poll(struct tl_pod_logs *p)
+{
+	p->records_now = 0;
+	rescan(p);
+	read_all(p);
+	return p->records_now;
+}
+
+static int on_inotify(struct tl_loop *loop _unused_, int fd, uint32_t events _unused_, void *ud)
+{
+	struct tl_pod_logs *p = ud;
+	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool tree_changed = false;
+
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (char *q = buf; q < buf + n;) {
+			const struct inotify_event *e = (const struct inotify_event *)q;
+
+			if (e->mask & ~(uint32_t)IN_MODIFY)
+				tree_changed = true;
+			q += sizeof(*e) + e->len;
+		}
+	}
+	if (tree_changed)
+		rescan(p);
+	read_all(p);
+	return 0;
+}
+
+static void on_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *ud)
+{
+	tl_pod_logs_poll(ud);
+}
+
+int tl_pod_logs_new(const struct tl_pod_logs_config *cfg, struct tl_loop *loop, tl_pod_log_cb cb,
+		    void *userdata, struct tl_pod_logs **ret)
+{
+	struct tl_pod_logs *p;
+	int r;
+
+	if (!cfg->root || !cfg->container || !cfg->container[0] || strchr(cfg->container, '/'))
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->ifd = -1;
+	p->cb = cb;
+	p->ud = userdata;
+	p->loop = loop;
+	p->max_files = cfg->max_files ? cfg->max_files : 1024;
+	p->root = strdup(cfg->root);
+	p->container = strdup(cfg->container);
+	p->chunk = malloc(READ_CHUNK);
+	if (!p->root || !p->container || !p->chunk) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	p->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (p->ifd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	rescan(p);
+	if (loop) {
+		uint32_t ms = cfg->rescan_ms ? cfg->rescan_ms : 1000;
+
+		r = tl_loop_add_io(loop, p->ifd, EPOLLIN, on_inotify, p);
+		if (r < 0)
+			goto fail;
+		r = tl_loop_add_timer(loop, ms, ms, on_timer, p, &p->timer);
+		if (r < 0) {
+			tl_loop_del_io(loop, p->ifd);
+			goto fail;
+		}
+	}
+	*ret = p;
+	return 0;
+fail:
+	if (p->ifd >= 0)
+		close(p->ifd);
+	p->ifd = -1;
+	p->loop = NULL;
+	tl_pod_logs_free(p);
+	return r;
+}
+
+void tl_pod_logs_free(struct tl_pod_logs *p)
+{
+	if (!p)
+		return;
+	tl_timer_free(p->timer);
+	if (p->ifd >= 0) {
+		if (p->loop)
+			tl_loop_del_io(p->loop, p->ifd);
+		close(p->ifd);
+	}
+	while (p->files) {
+		struct tfile *f = p->files;
+
+		p->files = f->next;
+		tfile_free(f);
+	}
+	free(p->root);
+	free(p->container);
+	free(p->chunk);
+	free(p);
+}
+
+void tl_pod_logs_stats(const struct tl_pod_logs *p, struct tl_pod_logs_stats *ret)
+{
+	*ret = p->st;
+	ret->garbage_lines = 0;
+	for (const struct tfile *f = p->files; f; f = f->next)
+		ret->garbage_lines += tl_cri_reader_garbage(f->rd);
+}

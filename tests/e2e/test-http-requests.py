@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Requests through a terminating Pod's sidecar, as the agent records them.
+
+A simulated Pod (tools/termline-simpod) whose istio-proxy writes an access
+log line per request to its CRI log under --pod-logs-dir; a load generator
+sends requests with x-request-id through the proxy before and during the
+Pod's termination (the app closes its listener at SIGTERM, the proxy keeps
+accepting while it drains and answers 503 UF). Every request the client got
+an HTTP status for must appear in the agent's output as one http.request
+(source log) with its ID and that status; requests the client never got an
+answer for (the proxy's listener already closed) must not.
+
+--format selects the proxy's access-log format when termline-simpod has
+--access-log-format (envoy, istio, istio-json)."""
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2elib as E  # noqa: E402
+
+
+class Load:
+    """Requests, one connection each, every 20 ms, with their IDs and what
+    the client saw: an HTTP status, or 0 and the error."""
+
+    def __init__(self, port):
+        self.url = f"http://127.0.0.1:{port}/load"
+        self.results = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.n = 0
+
+    def one(self, rid):
+        req = urllib.request.Request(f"{self.url}?n={self.n}", headers={"x-request-id": rid})
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                r.read()
+                return r.status, ""
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("x-envoy-response-flags", "")
+        except OSError as e:
+            return 0, type(e).__name__
+
+    def run(self):
+        while not self.stop.is_set():
+            rid = f"e2e-{os.getpid()}-{self.n:05d}"
+            status, detail = self.one(rid)
+            self.results.append((rid, status, detail))
+            self.n += 1
+            time.sleep(0.02)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join(10)
+
+
+def simpod_has_format_option():
+    r = subprocess.run([E.SIMPOD, "create", "--help"], capture_output=True, text=True)
+    return "--access-log-format" in r.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--format", default="envoy", choices=["envoy", "istio", "istio-json"])
+    args = ap.parse_args()
+    E.require_root()
+    fmt_args = []
+    if args.format != "envoy" or simpod_has_format_option():
+        if not simpod_has_format_option():
+            raise AssertionError(f"termline-simpod has no --access-log-format for {args.format}")
+        fmt_args = ["--access-log-format", args.format]
+
+    work = tempfile.mkdtemp(prefix="termline-e2e-http-")
+    state = os.path.join(work, "state")
+    logs = os.path.join(work, "pods")
+    os.makedirs(logs)
+    prefix = f"termline-e2e-http-{os.getpid()}"
+    simstate = os.path.join(work, "simpod")
+    root = os.path.join(E.cgroup2_mount(), prefix)
+    os.makedirs(root, exist_ok=True)
+    agent = E.Agent(work, ["--no-api", "--state-dir", state, "--listen", "off", "--linger", "1",
+                           "--cgroup-root", root, "--pod-logs-dir", logs,
+                           "--log-level", "debug"]).start()
+    pod = None
+    try:
+        pod = E.simpod("--state-dir", simstate, "create", "--prefix", prefix, "--no-netns",
+                       "--pod-logs-dir", logs, "--app-port", str(E.free_port()),
+                       "--proxy-port", str(E.free_port()), "--drain-seconds", "2",
+                       "--app-stop-delay", "0.3", *fmt_args)
+        uid = pod["podUid"]
+        load = Load(pod["proxyPort"]).start()
+        E.wait_for(lambda: len(load.results) >= 20, 20, "20 requests before termination")
+        E.simpod("--state-dir", simstate, "terminate", "--grace", "4", "--prestop-seconds", "1")
+        # The proxy is gone: requests now fail to connect.
+        E.wait_for(lambda: load.results and load.results[-1][1] == 0, 10, "a refused request")
+        E.wait_for(lambda: sum(1 for r in load.results if r[1] == 0) >= 3, 10, "refused requests")
+        load.finish()
+        E.simpod("--state-dir", simstate, "delete")
+        pod = None
+
+        answered = {rid: st for rid, st, _ in load.results if st}
+        refused = [rid for rid, st, _ in load.results if not st]
+        statuses = sorted(set(answered.values()))
+        assert 200 in statuses and 503 in statuses, f"the load saw only {statuses}: {load.results[-40:]}"
+
+        def http_events():
+            return [e for e in agent.events(uid) if e["type"] == "http.request"]
+
+        try:
+            E.wait_for(lambda: len(http_events()) >= len(answered), 20, "every answered request in the agent's output")
+        except AssertionError:
+            pass  # reported in detail below
+        evs = http_events()
+        by_id = {}
+        for e in evs:
+            assert e["source"] == "log" and e["container"] == "istio-proxy" and e["podUid"] == uid, e
+            assert e["requestId"] not in by_id, f"request {e['requestId']} recorded twice"
+            by_id[e["requestId"]] = e
+        missing = [rid for rid in answered if rid not in by_id]
+        assert not missing, f"{len(missing)} of {len(answered)} answered requests missing, e.g. {missing[:5]}"
+        for rid, st in answered.items():
+            e = by_id[rid]
+            assert e["status"] == st, f"{rid}: client saw {st}, timeline says {e['status']}: {e}"
+            assert e["method"] == "GET" and e["path"].startswith("/load?n="), e
+            assert e["direction"] == "inbound", e
+            assert e["durationMs"] >= 0, e
+            if st == 503:
+                assert e["responseFlags"] in ("UF", "UC"), e
+            else:
+                assert e["responseFlags"] == "-", e
+        extra = [rid for rid in by_id if rid not in answered]
+        assert not extra, f"requests the client never got an answer for are recorded: {extra[:5]}"
+        assert set(refused).isdisjoint(by_id), "a refused request has an event"
+
+        # The closed timeline holds them too, valid against the schema.
+        doc_path = os.path.join(state, "timelines", "_unknown", f"{uid}.json")
+        E.wait_for(lambda: os.path.exists(doc_path), 60, doc_path)
+        (doc,) = E.validate_documents([doc_path])
+        in_doc = {e["requestId"]: e["status"] for e in doc["events"] if e["type"] == "http.request"}
+        assert in_doc == answered, (f"timeline: {len(in_doc)} requests, client: {len(answered)}; "
+                                    f"differ at {sorted(set(in_doc.items()) ^ set(answered.items()))[:5]}")
+        rc = agent.stop(signal.SIGTERM)
+        assert rc == 0, f"termlined exited {rc}"
+        n503 = sum(1 for s in answered.values() if s == 503)
+        print(f"ok ({args.format}): {len(answered)} answered requests recorded with their status "
+              f"({n503} x 503 during termination), {len(refused)} refused ones not")
+        return 0
+    finally:
+        if pod is not None:
+            E.simpod("--state-dir", simstate, "delete", check=False)
+        agent.stop(signal.SIGKILL)
+        shutil.rmtree(work, ignore_errors=True)
+        try:
+            os.rmdir(root)
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
