@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The pod-log tailer on a scratch directory laid out as the kubelet does:
+ * Pods present at start are read from the end, new ones from the start;
+ * appends, a rotation (rename away, new file) and a truncation each yield
+ * every record once; other containers and odd names are ignored. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <check.h>
+
+#include "pod-logs.h"
+#include "../check-run.h"
+
+static char root[256];
+static char seen[32][128];
+static char seen_uid[32][64];
+static int nseen;
+
+static void on_rec(void *ud, const struct tl_pod_log_source *src, int64_t t, const char *text,
+		   size_t len, bool cut)
+{
+	(void)ud;
+	(void)t;
+	(void)len;
+	ck_assert(!cut);
+	ck_assert_int_lt(nseen, 32);
+	ck_assert_str_eq(src->container, "istio-proxy");
+	ck_assert_str_eq(src->ns, "default");
+	snprintf(seen_uid[nseen], sizeof(seen_uid[0]), "%s", src->uid);
+	snprintf(seen[nseen++], sizeof(seen[0]), "%s", text);
+}
+
+static void mkdirs(const char *pod, const char *container)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", root, pod);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/%s/%s", root, pod, container);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+}
+
+static void append(const char *pod, const char *container, const char *file, const char *text)
+{
+	char p[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s/%s/%s", root, pod, container, file);
+	f = fopen(p, "a");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+#define LINE(s) "2026-12-01T03:04:05.000000001Z stdout F " s "\n"
+#define OLD "default_old-pod_11111111-2222-3333-4444-555555555555"
+#define NEW "default_new-pod_aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+
+static void setup(void)
+{
+	snprintf(root, sizeof(root), "/tmp/termline-test-pod-logs-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	nseen = 0;
+}
+
+static void teardown(void)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(test_tail)
+{
+	struct tl_pod_logs_config cfg = { .root = root, .container = "istio-proxy" };
+	struct tl_pod_logs *p;
+	struct tl_pod_logs_stats st;
+	char path[512], rotated[600];
+
+	mkdirs(OLD, "istio-proxy");
+	mkdirs(OLD, "app");
+	append(OLD, "istio-proxy", "0.log", LINE("before start"));
+	ck_assert_int_eq(tl_pod_logs_new(&cfg, NULL, on_rec, NULL, &p), 0);
+	/* Already there: read from the end. */
+	ck_assert_int_eq(tl_pod_logs_poll(p), 0);
+	append(OLD, "istio-proxy", "0.log", LINE("a1") "2026-12-01T03:04:05Z stdout P a");
+	append(OLD, "app", "0.log", LINE("not the proxy"));
+	ck_assert_int_eq(tl_pod_logs_poll(p), 1);
+	ck_assert_str_eq(seen[0], "a1");
+	append(OLD, "istio-proxy", "0.log", "2\n");
+	ck_assert_int_eq(tl_pod_logs_poll(p), 0); /* the P piece waits for its F */
+	append(OLD, "istio-proxy", "0.log", LINE("3"));
+	ck_assert_int_eq(tl_pod_logs_poll(p), 1);
+	ck_assert_str_eq(seen[1], "a23");
+
+	/* A new Pod: from its beginning; odd names are not Pods. */
+	mkdirs(NEW, "istio-proxy");
+	mkdirs("no-underscores", "istio-proxy");
+	append(NEW, "istio-proxy", "0.log", LINE("n1") LINE("n2"));
+	append(NEW, "istio-proxy", "0.log.20261201-030405", LINE("rotated long ago"));
+	append("no-underscores", "istio-proxy", "0.log", LINE("x"));
+	ck_assert_int_eq(tl_pod_logs_poll(p), 2);
+	ck_assert_str_eq(seen[2], "n1");
+	ck_assert_str_eq(seen_uid[2], "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee");
+
+	/* Rotation: lines written to the old file after our last read, then
+	 * the rename, then a new 0.log. */
+	append(NEW, "istio-proxy", "0.log", LINE("n3 late in old"));
+	snprintf(path, sizeof(path), "%s/%s/istio-proxy/0.log", root, NEW);
+	snprintf(rotated, sizeof(rotated), "%s.20261201-040000", path);
+	ck_assert_int_eq(rename(path, rotated), 0);
+	append(NEW, "istio-proxy", "0.log", LINE("n4 in new"));
+	ck_assert_int_eq(tl_pod_logs_poll(p), 2);
+	ck_assert_str_eq(seen[4], "n3 late in old");
+	ck_assert_str_eq(seen[5], "n4 in new");
+
+	/* Truncation in place (copytruncate). */
+	ck_assert_int_eq(truncate(path, 0), 0);
+	append(NEW, "istio-proxy", "0.log", LINE("t1"));
+	ck_assert_int_eq(tl_pod_logs_poll(p), 1);
+	ck_assert_str_eq(seen[6], "t1");
+
+	/* A container restart writes 1.log: from its beginning. */
+	append(OLD, "istio-proxy", "1.log", LINE("restart"));
+	ck_assert_int_eq(tl_pod_logs_poll(p), 1);
+	ck_assert_str_eq(seen[7], "restart");
+
+	tl_pod_logs_stats(p, &st);
+	ck_assert_int_eq(st.files, 3);
+	ck_assert_int_eq(st.rotations + st.truncations, 2);
+	ck_assert_int_eq(st.records, 8);
+	tl_pod_logs_free(p);
+	tl_pod_logs_free(NULL);
+}
+END_TEST
+
+START_TEST(test_missing_root_and_limits)
+{
+	struct tl_pod_logs_config cfg = { .root = root, .container = "istio-proxy", .max_files = 1 };
+	struct tl_pod_logs *p;
+	struct tl_pod_logs_stats st;
+	char missing[300];
+
+	snprintf(missing, sizeof(missing), "%s/later", root);
+	cfg.root = missing;
+	ck_assert_int_eq(tl_pod_logs_new(&cfg, NULL, on_rec, NULL, &p), 0);
+	ck_assert_int_eq(tl_pod_logs_poll(p), 0);
+	/* The root appears after start: its Pods are new. */
+	ck_assert_int_eq(mkdir(missing, 0755), 0);
+	snprintf(root + strlen(root), sizeof(root) - strlen(root), "/later");
+	mkdirs(NEW, "istio-proxy");
+	mkdirs(OLD, "istio-proxy");
+	append(NEW, "istio-proxy", "0.log", LINE("one"));
+	append(OLD, "istio-proxy", "0.log", LINE("two"));
+	ck_assert_int_eq(tl_pod_logs_poll(p), 1);
+	tl_pod_logs_stats(p, &st);
+	ck_assert_int_eq(st.files, 1);
+	ck_assert_int_ge(st.files_refused, 1);
+	tl_pod_logs_free(p);
+	*strrchr(root, '/') = '\0';
+
+	cfg.container = "a/b";
+	ck_assert_int_eq(tl_pod_logs_new(&cfg, NULL, on_rec, NULL, &p), -EINVAL);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("pod-logs");
+	TCase *tc = tcase_create("tail");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_tail);
+	tcase_add_test(tc, test_missing_root_and_limits);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tl_check_run(suite()) ? EXIT_FAILURE : EXIT_SUCCESS;
+}
