@@ -100,7 +100,8 @@ static void marker(struct svg *s, struct json_object *ev)
 	if (strcmp(t, "pod.deletion_requested") == 0) {
 		fprintf(s->f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>",
 			x, TOP - 8, x, y_of((int)s->nl));
-		fprintf(s->f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#d62728\">deletion</text>", x + 3, TOP - 10);
+		fprintf(s->f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#d62728\">deletion</text>", x + 3,
+			y_of((int)s->nl) + 12);
 	} else if (strcmp(t, "process.signal") == 0 && sig && strcmp(sig, "SIGKILL") == 0) {
 		fprintf(s->f, "<path d=\"M%.1f %.1f l10 10 m0 -10 l-10 10\" stroke=\"#8b0000\" stroke-width=\"3\"/>", x - 5, y - 5);
 	} else if (strcmp(t, "process.signal") == 0) {

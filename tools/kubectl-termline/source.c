@@ -318,7 +318,8 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 	}
 	r = 0;
 out:
-	json_tokener_free(tok);
+	if (tok) /* json-c 0.16 does not accept NULL here */
+		json_tokener_free(tok);
 	curl_slist_free_all(hdrs);
 	curl_slist_free_all(ct);
 	free(connect_to);
@@ -386,9 +387,14 @@ static bool keep(struct json_object *doc, const char *ns, const char *okind, con
 
 static int by_start_desc(const void *a, const void *b)
 {
-	int64_t x = doc_start(*(struct json_object *const *)a), y = doc_start(*(struct json_object *const *)b);
+	struct json_object *da = *(struct json_object *const *)a, *db = *(struct json_object *const *)b;
+	int64_t x = doc_start(da), y = doc_start(db);
+	const char *na = json_str(json_path(da, "pod"), "name"), *nb = json_str(json_path(db, "pod"), "name");
 
-	return x < y ? 1 : x > y ? -1 : 0;
+	if (x != y)
+		return x < y ? 1 : -1;
+	/* the same moment (a scaled-down ReplicaSet): by name, for a stable table */
+	return strcmp(na ? na : "", nb ? nb : "");
 }
 
 static int add_doc(struct json_object *arr, struct json_object *doc)
