@@ -7,8 +7,8 @@
 
 /* Splits a byte stream of concatenated JSON values (a watch stream: one
  * object per line, or a LIST body: one object) into objects, whatever the
- * chunk boundaries. The peer controls every byte, so the size of one value
- * and the nesting depth are bounded; a value that is malformed or too large
+ * chunk boundaries. The peer controls every byte, so the size of one value,
+ * the memory its parse takes and the nesting depth are bounded; a value that is malformed or too large
  * (or not an object) is skipped up to the next newline (the API server writes one event per
  * line) and counted, and parsing resumes there. */
 struct tl_kstream;
@@ -16,6 +16,11 @@ struct tl_kstream;
 struct tl_kstream_limits {
 	size_t max_object; /* bytes of one JSON value; 0 = 8 MiB */
 	int max_depth;     /* nesting; 0 = 64 */
+	/* Memory one parsed value may take, estimated from its text before
+	 * it is parsed (objects, arrays and members weigh what json-c
+	 * allocates for them); 0 = 4 x max_object, at least 1 MiB. A value above it is
+	 * skipped like an oversized one. */
+	size_t max_cost;
 };
 
 /* Called for each complete value; takes no ownership (put it to keep it).

@@ -18,6 +18,11 @@
 /* one watch event (an object) and a whole LIST page */
 #define RF_MAX_EVENT (8u << 20)
 #define RF_MAX_LIST_PAGE (64u << 20)
+/* json-c memory one parsed event or page may take (kube-stream.h): an
+ * event is one object (etcd keeps at most 1.5 MiB each); a page of 500
+ * real Pods with managedFields estimates at ~80 MiB. */
+#define RF_MAX_EVENT_COST (32u << 20)
+#define RF_MAX_LIST_PAGE_COST (128u << 20)
 #define RF_LIST_TIMEOUT_S 120
 #define RF_LIST_IDLE_S 30
 /* client-go picks 5..10 min; the server ends the watch then (clean EOF) */
@@ -539,8 +544,9 @@ int tl_reflector_new(struct tl_loop *loop, struct tl_khttp *http, struct tl_kube
 		     const struct tl_reflector_config *cfg, const struct tl_reflector_ops *ops,
 		     void *userdata, struct tl_reflector **ret)
 {
-	struct tl_kstream_limits ll = { .max_object = RF_MAX_LIST_PAGE };
-	struct tl_kstream_limits wl = { .max_object = RF_MAX_EVENT };
+	struct tl_kstream_limits ll = { .max_object = RF_MAX_LIST_PAGE,
+					.max_cost = RF_MAX_LIST_PAGE_COST };
+	struct tl_kstream_limits wl = { .max_object = RF_MAX_EVENT, .max_cost = RF_MAX_EVENT_COST };
 	struct tl_reflector *r;
 	int k = -ENOMEM;
 

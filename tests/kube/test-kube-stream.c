@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "kube-stream.h"
 #include "../check-run.h"
@@ -199,6 +200,103 @@ START_TEST(test_callback_stops_feed_and_reset)
 }
 END_TEST
 
+/* The same bytes whole and in pieces of every size up to 17 give the same
+ * values and the same malformed count (what fuzz-kube-stream checks). */
+static void assert_split_invariant(const char *buf, size_t len, const struct tl_kstream_limits *lim)
+{
+	struct collect whole = { .out = json_object_new_array() };
+	struct tl_kstream *a, *b;
+
+	ck_assert_int_eq(tl_kstream_new(lim, collect_cb, &whole, &a), 0);
+	ck_assert_int_eq(tl_kstream_feed(a, buf, len), 0);
+	for (size_t step = 1; step <= 17; step++) {
+		struct collect pieces = { .out = json_object_new_array() };
+
+		ck_assert_int_eq(tl_kstream_new(lim, collect_cb, &pieces, &b), 0);
+		for (size_t off = 0; off < len; off += step)
+			ck_assert_int_eq(tl_kstream_feed(b, buf + off, len - off < step ? len - off : step), 0);
+		ck_assert_msg(json_object_equal(whole.out, pieces.out), "values differ in pieces of %zu: %s vs %s",
+			      step, json_object_to_json_string(whole.out),
+			      json_object_to_json_string(pieces.out));
+		ck_assert_uint_eq(tl_kstream_malformed(a), tl_kstream_malformed(b));
+		tl_kstream_free(b);
+		json_object_put(pieces.out);
+	}
+	tl_kstream_free(a);
+	json_object_put(whole.out);
+}
+
+/* json-c does not keep a number's state across calls: "1" then "-2,..."
+ * was taken as 1 where the whole text is rejected. */
+START_TEST(test_number_split_across_chunks)
+{
+	const char *bad = "{\"a\":1-2,\"b\":3}\n{\"ok\":1}\n";
+	struct collect c = { .out = json_object_new_array() };
+	struct tl_kstream *s;
+
+	ck_assert_int_eq(tl_kstream_new(NULL, collect_cb, &c, &s), 0);
+	ck_assert_int_eq(tl_kstream_feed(s, bad, 6), 0);
+	ck_assert_int_eq(tl_kstream_feed(s, bad + 6, strlen(bad) - 6), 0);
+	ck_assert_uint_eq(tl_kstream_malformed(s), 1);
+	ck_assert_uint_eq(json_object_array_length(c.out), 1);
+	ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(c.out, 0)), "{\"ok\":1}");
+	tl_kstream_free(s);
+	json_object_put(c.out);
+}
+END_TEST
+
+/* Inputs fuzz-kube-stream found (tests/kube/corpus-kube-stream/), less
+ * their first byte, which the fuzzer takes for the piece size. */
+static const char *const fuzz_found[] = {
+	"{\"\":0-",                  /* the number state, above */
+	"{\"td\":410\n1x",           /* a number held back at a line's end */
+	"{\n0{",                     /* an error inside a held-back number */
+	"{\"n\":-1.5e+3,\"m\":[1,2,-0,1e5,2E-3,7]}\n{\"x\":1e}\n{\"y\":1.}\n{\"z\":--1}\n",
+	"{\"n\":00000000000000000000000000000000000000000000000000000000000000000000001}\n{\"k\":1}\n",
+};
+
+START_TEST(test_fuzz_found_inputs)
+{
+	struct tl_kstream_limits small = { .max_object = 4096, .max_depth = 16, .max_cost = 8192 };
+
+	assert_split_invariant(fuzz_found[_i], strlen(fuzz_found[_i]), NULL);
+	assert_split_invariant(fuzz_found[_i], strlen(fuzz_found[_i]), &small);
+}
+END_TEST
+
+/* One event of "{}," inside the byte limit: json-c's objects would take
+ * ~260 times its size. The value is dropped before json-c builds it. */
+START_TEST(test_object_count_bounded)
+{
+	struct tl_kstream_limits lim = { .max_object = 8u << 20, .max_cost = 32u << 20 };
+	struct collect c = { .out = json_object_new_array() };
+	struct tl_kstream *s;
+	struct rusage ru0, ru1;
+	const size_t n = 1u << 20;
+	char *ev = malloc(n + 64);
+	size_t o;
+
+	ck_assert_ptr_nonnull(ev);
+	o = (size_t)sprintf(ev, "{\"type\":\"ADDED\",\"object\":[");
+	while (o < n)
+		o += (size_t)sprintf(ev + o, "{},");
+	o += (size_t)sprintf(ev + o, "{}]}\n{\"type\":\"BOOKMARK\"}\n");
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru0), 0);
+	ck_assert_int_eq(tl_kstream_new(&lim, collect_cb, &c, &s), 0);
+	for (size_t off = 0; off < o; off += 16384)
+		ck_assert_int_eq(tl_kstream_feed(s, ev + off, o - off < 16384 ? o - off : 16384), 0);
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru1), 0);
+	ck_assert_uint_eq(tl_kstream_malformed(s), 1);
+	ck_assert_uint_eq(json_object_array_length(c.out), 1);
+	/* ~266 MB before the bound; the bound allows 32 MiB of estimate */
+	ck_assert_msg(ru1.ru_maxrss - ru0.ru_maxrss < 64 * 1024, "max RSS grew by %ld KiB",
+		      ru1.ru_maxrss - ru0.ru_maxrss);
+	tl_kstream_free(s);
+	json_object_put(c.out);
+	free(ev);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("kube-stream");
@@ -210,6 +308,10 @@ int main(void)
 	tcase_add_test(tc, test_oversized_value_skipped);
 	tcase_add_test(tc, test_depth_limit);
 	tcase_add_test(tc, test_callback_stops_feed_and_reset);
+	tcase_add_test(tc, test_number_split_across_chunks);
+	tcase_add_loop_test(tc, test_fuzz_found_inputs, 0,
+			    (int)(sizeof(fuzz_found) / sizeof(fuzz_found[0])));
+	tcase_add_test(tc, test_object_count_bounded);
 	suite_add_tcase(s, tc);
 	failed = tl_check_run(s);
 	return failed ? 1 : 0;
