@@ -28,6 +28,18 @@ ends). A LIST fault may carry "then": a step applied the moment the failing
 answer is sent (a change that lands between two attempts of one LIST).
 WATCH applies the same field and label selectors as LIST.
 
+Namespaced reads, as kubectl-termline makes them: GET
+/api/v1/namespaces/NS/pods[/NAME] (a list filtered by namespace, or one
+object, 404 when absent), /apis/apps/v1/namespaces/NS/{deployments,
+replicasets}[/NAME] and /apis/discovery.k8s.io/v1/namespaces/NS/endpointslices.
+Deployments and ReplicaSets are held like the other objects ("resource":
+"deployments" / "replicasets" in "objects" and steps) but have no WATCH.
+The pod proxy, GET /api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH, is
+forwarded (plain HTTP, GET only, query kept) to the address the scenario's
+"podProxy" gives for "NS/NAME:PORT" (e.g. {"termline/termline-a:9440":
+"127.0.0.1:40123"}): 404 when the Pod is not held, 503 when it has no
+address, 502 when the address does not answer.
+
 GET /debug/requests (no token needed) answers {"requests": [...]}: every
 request in arrival order with "seq", "resource", "watch", "resourceVersion"
 (as asked), "authOk", "status", and for a WATCH answered 200 "sent" (the
@@ -37,8 +49,10 @@ went away or the write failed; "open": still running).
 """
 import argparse
 import copy
+import http.client
 import json
 import os
+import re
 import socket
 import ssl
 import sys
@@ -54,13 +68,25 @@ RESOURCES = {
 }
 
 
+# Held and served by namespace, never watched: the double's step clock starts
+# once every RESOURCES path was listed, and nothing lists these.
+APPS = {
+    "deployments": ("DeploymentList", "apps/v1"),
+    "replicasets": ("ReplicaSetList", "apps/v1"),
+}
+NAMESPACED = re.compile(r"^/(?:api/v1|apis/(?:apps|discovery\.k8s\.io)/v1)/namespaces/([^/]+)/"
+                        r"(pods|deployments|replicasets|endpointslices)(?:/([^/]+)(/proxy(/.*)?)?)?$")
+PROXY_MAX = 64 << 20
+
+
 class State:
     def __init__(self, scenario, token_file):
         self.cv = threading.Condition()
         self.rv = 100
         self.log = []  # (rv, resource, type, object)
-        self.initial = {r[0]: {} for r in RESOURCES.values()}
-        self.objs = {r[0]: {} for r in RESOURCES.values()}
+        self.initial = {r: {} for r in [v[0] for v in RESOURCES.values()] + list(APPS)}
+        self.objs = {r: {} for r in self.initial}
+        self.pod_proxy = dict(scenario.get("podProxy", {}))
         self.compacted = 0
         self.token = scenario.get("token", "t0")
         self.token_file = token_file
@@ -230,6 +256,10 @@ class Handler(BaseHTTPRequestHandler):
             rec["status"] = 401
             self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
             return
+        m = NAMESPACED.match(url.path)
+        if m:
+            self.namespaced(m, url, q)
+            return
         if url.path not in RESOURCES:
             rec["status"] = 404
             self.send_json(404, status(404, "NotFound", "not found"))
@@ -239,6 +269,71 @@ class Handler(BaseHTTPRequestHandler):
             self.watch(res, q)
         else:
             self.list(res, kind, api, q)
+
+    def namespaced(self, m, url, q):
+        st = self.server.state
+        ns, res, name, proxy = m.group(1), m.group(2), m.group(3), m.group(4)
+        self.rec["resource"] = res
+        kinds = {"pods": ("PodList", "v1"), "endpointslices": ("EndpointSliceList", "discovery.k8s.io/v1")}
+        kinds.update(APPS)
+        if proxy is not None:
+            if res != "pods" or not name:
+                self.send_json(404, status(404, "NotFound", "not found"))
+                return
+            self.proxy(ns, name, m.group(5) or "/", url.query)
+            return
+        with st.cv:
+            objs = [o for o in st.objs[res].values() if o.get("metadata", {}).get("namespace") == ns]
+        if name:
+            found = [o for o in objs if o["metadata"].get("name") == name]
+            if not found:
+                self.send_json(404, status(404, "NotFound", f'{res} "{name}" not found'))
+                return
+            self.send_json(200, found[0])
+            return
+        objs = [o for o in objs if selector_match(o, q.get("fieldSelector"), q.get("labelSelector"))]
+        objs.sort(key=lambda o: o["metadata"]["name"])
+        with st.cv:
+            rv = str(st.rv)
+        self.send_json(200, {"kind": kinds[res][0], "apiVersion": kinds[res][1],
+                             "metadata": {"resourceVersion": rv}, "items": objs})
+
+    def proxy(self, ns, name_port, path, query):
+        """The API server's pod proxy: to the Pod's address, as the
+        scenario names it (the double has no Pod network)."""
+        st = self.server.state
+        name = name_port.split(":", 1)[0]
+        with st.cv:
+            held = any(o["metadata"].get("namespace") == ns and o["metadata"].get("name") == name
+                       for o in st.objs["pods"].values())
+            addr = st.pod_proxy.get(f"{ns}/{name_port}")
+        if not held:
+            self.send_json(404, status(404, "NotFound", f'pods "{name}" not found'))
+            return
+        if not addr:
+            self.send_json(503, status(503, "ServiceUnavailable", f"no address for {ns}/{name_port}"))
+            return
+        host, _, port = addr.rpartition(":")
+        try:
+            c = http.client.HTTPConnection(host, int(port), timeout=30)
+            c.request("GET", path + ("?" + query if query else ""))
+            r = c.getresponse()
+            body = r.read(PROXY_MAX + 1)
+            ctype = r.getheader("Content-Type", "application/octet-stream")
+            code = r.status
+            c.close()
+        except (OSError, http.client.HTTPException) as e:
+            self.send_json(502, status(502, "BadGateway", f"error trying to reach {addr}: {e}"))
+            return
+        if len(body) > PROXY_MAX:
+            self.send_json(502, status(502, "BadGateway", "answer too large"))
+            return
+        self.rec["status"] = code
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def list(self, res, kind, api, q):
         st = self.server.state
