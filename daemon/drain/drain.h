@@ -13,7 +13,7 @@
  *  (c) no inbound connection, and no inbound request where requests are
  *      captured, arrived for `quiet` after (a) and (b) first held together. */
 
-#define TL_DRAIN_MAX_SLICES 32
+#define TL_DRAIN_MAX_SLICES 16
 #define TL_DRAIN_NAME_MAX 254
 
 enum tl_drain_cond {

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
+#include "drain-agent.h"
 #include "export-json.h"
 #include "http-server.h"
 #include "metrics.h"
@@ -28,6 +29,7 @@ struct tl_http {
 	struct tl_loop *loop;
 	struct tl_timelines *t;
 	struct tl_timer *timer;
+	struct tl_drain_agent *drain; /* GET /v1/pods/{uid}/drained; may be NULL */
 	int epfd;
 	bool (*ready)(void *ud);
 	void *ud;
@@ -192,7 +194,7 @@ static enum MHD_Result serve_timeline(struct tl_http *h, struct MHD_Connection *
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version _unused_,
 			      const char *upload_data _unused_, size_t *upload_data_size _unused_,
-			      void **con_cls _unused_)
+			      void **con_cls)
 {
 	struct tl_http *h = cls;
 
@@ -219,7 +221,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	}
 	if (strncmp(url, PREFIX "/", strlen(PREFIX "/")) == 0)
 		return serve_timeline(h, conn, url + strlen(PREFIX "/"));
+	if (strncmp(url, "/v1/pods/", 9) == 0)
+		return tl_drain_agent_http(h->drain, conn, url + 9, con_cls);
 	return respond_error(conn, MHD_HTTP_NOT_FOUND, "not found");
+}
+
+static void completed(void *cls, struct MHD_Connection *conn _unused_, void **con_cls,
+		      enum MHD_RequestTerminationCode toe _unused_)
+{
+	struct tl_http *h = cls;
+
+	tl_drain_agent_http_completed(h->drain, con_cls);
 }
 
 /* MHD has no thread of its own: run it when its epoll fd is readable and
@@ -255,6 +267,15 @@ static void timer_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unus
 	reschedule(h);
 }
 
+/* The drained long-poll resumed connections: they are ready now. */
+static void run_now(void *userdata)
+{
+	struct tl_http *h = userdata;
+
+	MHD_run(h->mhd);
+	reschedule(h);
+}
+
 int tl_http_new(const struct tl_http_config *cfg, struct tl_loop *loop, struct tl_timelines *t,
 		struct tl_http **ret, char *err, size_t errlen)
 {
@@ -262,7 +283,8 @@ int tl_http_new(const struct tl_http_config *cfg, struct tl_loop *loop, struct t
 	const union MHD_DaemonInfo *info;
 	struct tl_http *h;
 	bool v6 = false;
-	unsigned flags = MHD_USE_EPOLL;
+	/* Suspend/resume: the drained long-poll (docs/drain.md). */
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
 	int r;
 
 	if (parse_listen(cfg->listen, &ss, &v6) < 0) {
@@ -276,6 +298,7 @@ int tl_http_new(const struct tl_http_config *cfg, struct tl_loop *loop, struct t
 	h->t = t;
 	h->ready = cfg->ready;
 	h->ud = cfg->ud;
+	h->drain = cfg->drain;
 	h->epfd = -1;
 	if (v6)
 		flags |= MHD_USE_IPv6;
@@ -286,6 +309,7 @@ int tl_http_new(const struct tl_http_config *cfg, struct tl_loop *loop, struct t
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
 				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)HTTP_BACKLOG,
+				  MHD_OPTION_NOTIFY_COMPLETED, completed, h,
 				  MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(err, errlen, "cannot listen on %s (address in use or not local?)", cfg->listen);
@@ -312,6 +336,7 @@ int tl_http_new(const struct tl_http_config *cfg, struct tl_loop *loop, struct t
 		snprintf(err, errlen, "cannot watch HTTP server: %s", strerror(-r));
 		goto fail;
 	}
+	tl_drain_agent_set_runner(h->drain, run_now, h);
 	reschedule(h);
 	*ret = h;
 	return 0;
@@ -332,7 +357,12 @@ void tl_http_free(struct tl_http *h)
 	if (h->epfd >= 0)
 		tl_loop_del_io(h->loop, h->epfd);
 	tl_timer_free(h->timer);
-	if (h->mhd)
+	if (h->mhd) {
+		/* Pending drained waits are answered before MHD stops. */
+		tl_drain_agent_set_runner(h->drain, NULL, NULL);
+		tl_drain_agent_release_all(h->drain);
+		MHD_run(h->mhd);
 		MHD_stop_daemon(h->mhd);
+	}
 	free(h);
 }

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "drain-agent.h"
 #include "loop.h"
 #include "timeline.h"
 
@@ -16,6 +17,8 @@ struct tl_http_config {
 	const char *listen; /* "ADDR:PORT" (IPv4, or [IPv6]:PORT); port 0 = any */
 	bool (*ready)(void *ud); /* NULL = always ready */
 	void *ud;
+	/* Answers GET /v1/pods/{uid}/drained (docs/drain.md); NULL = 404. */
+	struct tl_drain_agent *drain;
 };
 
 struct tl_http;

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "clock.h"
+#include "conn.skel.h"
+#include "drain-conn.h"
+#include "termline-conn.h"
+
+/* Counts already reported, per cgroup: open addressing, sized like the
+ * kernel map; when full, the table starts over (the next poll reports each
+ * cgroup's whole count once more, which only delays a gate). */
+#define SEEN_SLOTS 16384
+
+struct seen {
+	uint64_t cgroup_id; /* 0 = empty */
+	uint64_t count;
+};
+
+struct tl_drain_conn {
+	struct termline_conn *skel;
+	int map_fd;
+	struct seen *seen;
+	size_t nseen;
+};
+
+int tl_drain_conn_new(struct tl_drain_conn **ret, char *err, size_t errlen)
+{
+	struct tl_drain_conn *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c)
+		return -ENOMEM;
+	c->seen = calloc(SEEN_SLOTS, sizeof(*c->seen));
+	if (!c->seen) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->skel = termline_conn__open();
+	if (!c->skel) {
+		r = -errno;
+		snprintf(err, errlen, "connection counter: cannot open BPF object: %s", strerror(-r));
+		goto fail;
+	}
+	r = termline_conn__load(c->skel);
+	if (r < 0) {
+		snprintf(err, errlen, "connection counter: cannot load: %s", strerror(-r));
+		goto fail;
+	}
+	r = termline_conn__attach(c->skel);
+	if (r < 0) {
+		snprintf(err, errlen, "connection counter: cannot attach to inet_sock_set_state: %s",
+			 strerror(-r));
+		goto fail;
+	}
+	c->map_fd = bpf_map__fd(c->skel->maps.accepted);
+	*ret = c;
+	return 0;
+fail:
+	tl_drain_conn_free(c);
+	return r < 0 ? r : -EIO;
+}
+
+void tl_drain_conn_free(struct tl_drain_conn *c)
+{
+	if (!c)
+		return;
+	termline_conn__destroy(c->skel);
+	free(c->seen);
+	free(c);
+}
+
+static struct seen *seen_slot(struct tl_drain_conn *c, uint64_t id)
+{
+	size_t i = (size_t)((id * 0x9E3779B97F4A7C15ULL) >> 50) % SEEN_SLOTS;
+
+	for (size_t n = 0; n < SEEN_SLOTS; n++, i = (i + 1) % SEEN_SLOTS) {
+		if (c->seen[i].cgroup_id == id)
+			return &c->seen[i];
+		if (!c->seen[i].cgroup_id) {
+			if (c->nseen >= SEEN_SLOTS * 3 / 4) {
+				memset(c->seen, 0, SEEN_SLOTS * sizeof(*c->seen));
+				c->nseen = 0;
+				return seen_slot(c, id);
+			}
+			c->seen[i].cgroup_id = id;
+			c->nseen++;
+			return &c->seen[i];
+		}
+	}
+	return NULL;
+}
+
+int tl_drain_conn_poll(struct tl_drain_conn *c, tl_drain_conn_cb cb, void *ud)
+{
+	uint64_t key, next;
+	void *prev = NULL;
+	int reported = 0;
+
+	/* Bounded by the map's size: bpf_map_get_next_key restarts from the
+	 * first key when the previous one was evicted meanwhile. */
+	for (unsigned n = 0; n < 8192 && bpf_map_get_next_key(c->map_fd, prev, &next) == 0; n++) {
+		struct tl_conn_count v;
+		struct seen *s;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(c->map_fd, &key, &v) < 0 || !key)
+			continue;
+		s = seen_slot(c, key);
+		if (!s)
+			continue;
+		if (v.count < s->count)
+			s->count = 0; /* evicted from the LRU and counted afresh */
+		if (v.count == s->count)
+			continue;
+		cb(ud, key, v.count - s->count, tl_clock_boot_to_real(&tl_clock_global, v.last_ns));
+		s->count = v.count;
+		reported++;
+	}
+	return reported;
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+/* Inbound connections per cgroup, counted in the kernel (bpf/conn.bpf.c)
+ * and read on demand: the connection facts of the drained condition
+ * (docs/drain.md). */
+struct tl_drain_conn;
+
+/* Loads and attaches the program. err gets one line on failure. */
+int tl_drain_conn_new(struct tl_drain_conn **ret, char *err, size_t errlen);
+void tl_drain_conn_free(struct tl_drain_conn *c);
+
+/* Calls cb for every cgroup whose count grew since the previous poll, with
+ * how many are new and the time of the latest (UTC ns). Returns how many
+ * cgroups were reported, or -errno. */
+typedef void (*tl_drain_conn_cb)(void *ud, uint64_t cgroup_id, uint64_t new_count, int64_t last_ns);
+int tl_drain_conn_poll(struct tl_drain_conn *c, tl_drain_conn_cb cb, void *ud);
