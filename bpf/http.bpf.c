@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* HTTP/1.x on a tracked Pod's own TCP sockets, from one tp_btf program on
+ * raw_syscalls/sys_exit: the syscall number and arguments come from the saved
+ * user registers, the return value says how many bytes moved. Every process
+ * on the node pays for the program running at each syscall exit while it is
+ * attached (bench/README.md, "HTTP capture"), so the checks go from the
+ * cheapest to the dearest and everything that is not ours returns at once:
+ * syscall number, return value, tracked cgroup, fd -> file -> TCP socket,
+ * then the connection's state. Only a bounded prefix of a buffer that starts
+ * an HTTP/1.x message (or continues a head split across writes) is copied;
+ * bodies never are. docs/http-capture.md. x86_64 syscall numbers. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "termline-http.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define NR_READ 0
+#define NR_WRITE 1
+#define NR_CLOSE 3
+#define NR_READV 19
+#define NR_WRITEV 20
+#define NR_SENDTO 44
+#define NR_RECVFROM 45
+#define NR_SENDMSG 46
+#define NR_RECVMSG 47
+
+#define ECONNRESET 104
+#define EPIPE 32
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define IPPROTO_TCP 6
+#define SOCK_STREAM 1
+
+/* Bytes copied from a buffer that starts a message; set before load. */
+const volatile __u32 prefix_len = TL_HTTP_PREFIX_DEFAULT;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 * 1024 * 1024);
+} http_events SEC(".maps");
+
+/* cgroup v2 id -> 1: the Pods' containers, written by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u8);
+} http_cgroups SEC(".maps");
+
+/* struct sock address -> what this connection is. LRU: a connection whose
+ * close we never see (its process died) ages out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct tl_http_conn);
+} http_conns SEC(".maps");
+
+/* (tgid << 32 | fd) -> struct sock address, for connections with HTTP seen:
+ * at close's exit the fd is gone, so the socket is found here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u64);
+} http_fds SEC(".maps");
+
+/* Failed ring-buffer writes per record kind; summed over CPUs by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TL_HTTP_REC_KIND_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} http_drops SEC(".maps");
+
+struct scratch {
+	struct tl_http_rec h;
+	__u8 data[TL_HTTP_PREFIX_MAX];
+};
+
+/* Records are built here, not on the 512-byte stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} http_scratch SEC(".maps");
+
+#define W(a, b, c, d) ((__u32)(a) | (__u32)(b) << 8 | (__u32)(c) << 16 | (__u32)(d) << 24)
+
+enum start { START_NONE, START_REQUEST, START_RESPONSE, START_NOT_HTTP };
+
+static __always_inline enum start classify(const __u8 *h, __u64 n)
+{
+	__u32 w = W(h[0], h[1], h[2], h[3]);
+
+	if ((h[0] == 0x16 || h[0] == 0x17) && h[1] == 0x03)
+		return START_NOT_HTTP;
+	if (w == W('P', 'R', 'I', ' '))
+		return START_NOT_HTTP;
+	if (w == W('H', 'T', 'T', 'P'))
+		return n >= 7 && h[4] == '/' && h[5] == '1' && h[6] == '.' ? START_RESPONSE : START_NONE;
+	switch (w) {
+	case W('G', 'E', 'T', ' '):
+	case W('P', 'O', 'S', 'T'):
+	case W('P', 'U', 'T', ' '):
+	case W('H', 'E', 'A', 'D'):
+	case W('D', 'E', 'L', 'E'):
+	case W('P', 'A', 'T', 'C'):
+	case W('O', 'P', 'T', 'I'):
+	case W('C', 'O', 'N', 'N'):
+	case W('T', 'R', 'A', 'C'):
+		return START_REQUEST;
+	}
+	return START_NONE;
+}
+
+/* The TCP socket behind fd in the current task, or NULL. The fd table walk
+ * is bounded by its max_fds. */
+static __always_inline struct sock *fd_sock(__u64 fd)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	struct file **fda;
+	struct file *f = NULL;
+	struct socket *so;
+	struct sock *sk;
+
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fda = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fda[fd]) < 0 || !f)
+		return NULL;
+	if ((BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+		return NULL;
+	so = (struct socket *)BPF_CORE_READ(f, private_data);
+	sk = BPF_CORE_READ(so, sk);
+	if (!sk || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP ||
+	    BPF_CORE_READ(sk, sk_type) != SOCK_STREAM)
+		return NULL;
+	return sk;
+}
+
+static __always_inline void count_drop(__u32 kind)
+{
+	__u64 *n = bpf_map_lookup_elem(&http_drops, &kind);
+
+	if (n)
+		*n += 1;
+}
+
+/* No wake-up per record (several microseconds each); user space drains on a
+ * short timer, and a quarter-full ring wakes it at once. */
+static __always_inline __u64 wake_flags(void)
+{
+	__u64 avail = bpf_ringbuf_query(&http_events, BPF_RB_AVAIL_DATA);
+	__u64 size = bpf_ringbuf_query(&http_events, BPF_RB_RING_SIZE);
+
+	return avail > size / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 err)
+{
+	struct tl_http_rec *r = bpf_ringbuf_reserve(&http_events, sizeof(*r), 0);
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!r) {
+		count_drop(kind);
+		return;
+	}
+	r->kind = kind;
+	r->flags = 0;
+	r->len = 0;
+	r->ktime_ns = bpf_ktime_get_boot_ns();
+	r->cgroup_id = cgid;
+	r->sock = sk;
+	r->pid = (__u32)id;
+	r->tgid = id >> 32;
+	r->total = 0;
+	r->err = err;
+	bpf_ringbuf_submit(r, wake_flags());
+}
+
+/* The user buffer of a read/write-like call and its length. */
+static __always_inline const __u8 *user_buf(long nr, struct pt_regs *regs, __u64 *len)
+{
+	struct iovec iov = {};
+	const struct iovec *iovp;
+
+	switch (nr) {
+	case NR_READ:
+	case NR_WRITE:
+	case NR_RECVFROM:
+	case NR_SENDTO:
+		*len = BPF_CORE_READ(regs, dx);
+		return (const __u8 *)BPF_CORE_READ(regs, si);
+	case NR_READV:
+	case NR_WRITEV:
+		/* The first iovec: where a message's head is. */
+		if (BPF_CORE_READ(regs, dx) < 1)
+			return NULL;
+		iovp = (const struct iovec *)BPF_CORE_READ(regs, si);
+		break;
+	default: {
+		struct user_msghdr msg;
+
+		if (bpf_probe_read_user(&msg, sizeof(msg), (void *)BPF_CORE_READ(regs, si)) < 0 ||
+		    msg.msg_iovlen < 1)
+			return NULL;
+		iovp = msg.msg_iov;
+	}
+	}
+	if (bpf_probe_read_user(&iov, sizeof(iov), iovp) < 0)
+		return NULL;
+	*len = iov.iov_len;
+	return iov.iov_base;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
+{
+	long nr = BPF_CORE_READ(regs, orig_ax);
+	bool is_read;
+	__u64 cgid, fd, sk_key, fd_key, buflen = 0, n, cp;
+	struct tl_http_conn *conn, fresh = {};
+	struct sock *sk;
+	struct scratch *s;
+	const __u8 *buf;
+	__u8 head[8] = {};
+	enum start st;
+	__u32 zero = 0;
+
+	switch (nr) {
+	case NR_READ:
+	case NR_READV:
+	case NR_RECVFROM:
+	case NR_RECVMSG:
+		is_read = true;
+		break;
+	case NR_WRITE:
+	case NR_WRITEV:
+	case NR_SENDTO:
+	case NR_SENDMSG:
+		is_read = false;
+		break;
+	case NR_CLOSE: {
+		__u64 *skp;
+
+		if (ret != 0)
+			return 0;
+		fd_key = (bpf_get_current_pid_tgid() & 0xffffffff00000000ULL) |
+			 (__u32)BPF_CORE_READ(regs, di);
+		skp = bpf_map_lookup_elem(&http_fds, &fd_key);
+		if (!skp)
+			return 0;
+		sk_key = *skp;
+		bpf_map_delete_elem(&http_fds, &fd_key);
+		emit_small(TL_HTTP_REC_CLOSE, bpf_get_current_cgroup_id(), sk_key, 0);
+		bpf_map_delete_elem(&http_conns, &sk_key);
+		return 0;
+	}
+	default:
+		return 0;
+	}
+	if (ret <= 0 && !(ret == 0 && is_read) && ret != -ECONNRESET && ret != -EPIPE)
+		return 0;
+	cgid = bpf_get_current_cgroup_id();
+	if (!bpf_map_lookup_elem(&http_cgroups, &cgid))
+		return 0;
+	fd = BPF_CORE_READ(regs, di);
+	sk = fd_sock(fd);
+	if (!sk)
+		return 0;
+	sk_key = (__u64)sk;
+	conn = bpf_map_lookup_elem(&http_conns, &sk_key);
+	if (ret <= 0) {
+		/* The end of a connection that carried HTTP: pending requests
+		 * will get no answer. */
+		if (conn && conn->state == TL_HTTP_CONN_HTTP)
+			emit_small(ret == 0 ? TL_HTTP_REC_EOF : TL_HTTP_REC_ERROR, cgid, sk_key,
+				   (__s32)ret);
+		return 0;
+	}
+	if (conn && conn->state == TL_HTTP_CONN_NOT_HTTP)
+		return 0;
+	buf = user_buf(nr, regs, &buflen);
+	if (!buf)
+		return 0;
+	n = (__u64)ret < buflen ? (__u64)ret : buflen;
+	if (n >= 8)
+		bpf_probe_read_user(head, 8, buf);
+	else if (n >= 4)
+		bpf_probe_read_user(head, 4, buf);
+	st = n >= 4 ? classify(head, n) : START_NONE;
+	if (st == START_NOT_HTTP) {
+		if (!conn) {
+			fresh.state = TL_HTTP_CONN_NOT_HTTP;
+			bpf_map_update_elem(&http_conns, &sk_key, &fresh, BPF_ANY);
+		}
+		return 0;
+	}
+	if (st == START_NONE && !(conn && (is_read ? conn->cont[0] : conn->cont[1])))
+		return 0;
+
+	s = bpf_map_lookup_elem(&http_scratch, &zero);
+	if (!s)
+		return 0;
+	cp = n < prefix_len ? n : prefix_len;
+	if (cp > TL_HTTP_PREFIX_MAX)
+		cp = TL_HTTP_PREFIX_MAX;
+	if (cp == 0)
+		return 0;
+	if (bpf_probe_read_user(s->data, cp, buf) < 0)
+		return 0;
+	{
+		__u64 id = bpf_get_current_pid_tgid();
+
+		s->h.kind = TL_HTTP_REC_DATA;
+		s->h.flags = (is_read ? TL_HTTP_RF_READ : 0) | (st == START_NONE ? TL_HTTP_RF_CONT : 0);
+		s->h.len = (__u32)cp;
+		s->h.ktime_ns = bpf_ktime_get_boot_ns();
+		s->h.cgroup_id = cgid;
+		s->h.sock = sk_key;
+		s->h.pid = (__u32)id;
+		s->h.tgid = id >> 32;
+		s->h.total = ret > 0xffffffffL ? 0xffffffffU : (__u32)ret;
+		s->h.err = 0;
+		if (bpf_ringbuf_output(&http_events, s, sizeof(s->h) + cp, wake_flags()) < 0)
+			count_drop(TL_HTTP_REC_DATA);
+		fd_key = (id & 0xffffffff00000000ULL) | (__u32)fd;
+	}
+	/* A head that the whole copied buffer holds without its blank line
+	 * goes on in the next read or write on this side. */
+	{
+		__u32 tail = 0;
+		__u8 cont = 0;
+
+		if (cp == n && cp >= 4 && cp <= TL_HTTP_PREFIX_MAX) {
+			bpf_probe_read_kernel(&tail, 4, &s->data[cp - 4]);
+			cont = tail != W('\r', '\n', '\r', '\n');
+		}
+		/* Fixed offsets: an index computed from a flag turns into
+		 * pointer arithmetic the verifier refuses. */
+		if (!conn) {
+			fresh.state = TL_HTTP_CONN_HTTP;
+			if (is_read)
+				fresh.cont[0] = cont;
+			else
+				fresh.cont[1] = cont;
+			bpf_map_update_elem(&http_conns, &sk_key, &fresh, BPF_ANY);
+		} else {
+			conn->state = TL_HTTP_CONN_HTTP;
+			if (is_read)
+				conn->cont[0] = cont;
+			else
+				conn->cont[1] = cont;
+		}
+	}
+	bpf_map_update_elem(&http_fds, &fd_key, &sk_key, BPF_ANY);
+	return 0;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#pragma once
+/* Wire records of http.bpf.c: what a tracked process read from or wrote to
+ * a TCP socket when it starts (or continues the head of) an HTTP/1.x
+ * message, plus the connection's end. Only __u8..__u64 and fixed arrays;
+ * explicit padding, zeroed; sizes asserted in user space. A record is
+ * struct tl_http_rec followed by len bytes of data (the ring holds the
+ * header and the copied prefix only, never the whole buffer). */
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Largest prefix the program can copy; --http-prefix-bytes picks up to this. */
+#define TL_HTTP_PREFIX_MAX 4096
+#define TL_HTTP_PREFIX_DEFAULT 2048
+
+enum tl_http_rec_kind {
+	TL_HTTP_REC_DATA = 1,   /* data[len] is the prefix of total bytes */
+	TL_HTTP_REC_ERROR = 2,  /* a read or write failed with -err (ECONNRESET, EPIPE) */
+	TL_HTTP_REC_EOF = 3,    /* a read returned 0: the peer closed its side */
+	TL_HTTP_REC_CLOSE = 4,  /* close() of the fd by this process */
+	TL_HTTP_REC_KIND_MAX = 5,
+};
+
+/* tl_http_rec.flags */
+#define TL_HTTP_RF_READ 0x1     /* the process read the bytes (else wrote them) */
+#define TL_HTTP_RF_CONT 0x2     /* copied because the last head on this side did not end */
+
+struct tl_http_rec {
+	__u16 kind;
+	__u16 flags;
+	__u32 len;            /* bytes of data that follow */
+	__u64 ktime_ns;       /* CLOCK_BOOTTIME */
+	__u64 cgroup_id;
+	__u64 sock;           /* the struct sock's address: the connection's key */
+	__u32 pid;
+	__u32 tgid;
+	__u32 total;          /* bytes the syscall moved (clamped to 2^32-1) */
+	__s32 err;            /* ERROR: the syscall's -errno */
+};
+
+/* Per-connection state the program keeps (value of the conns map). */
+#define TL_HTTP_CONN_HTTP 1     /* an HTTP/1.x message was seen */
+#define TL_HTTP_CONN_NOT_HTTP 2 /* TLS or HTTP/2: never copy again */
+
+struct tl_http_conn {
+	__u8 state;
+	__u8 cont[2];         /* [read, write]: a head on that side continues */
+	__u8 _pad[5];
+};

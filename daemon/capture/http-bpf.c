@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "http-bpf.h"
+#include "http.skel.h"
+#include "macro.h"
+
+_Static_assert(sizeof(struct tl_http_rec) == 48, "wire record size");
+_Static_assert(sizeof(struct tl_http_conn) == 8, "conn state size");
+
+#define DRAIN_MS 10
+
+struct tl_http_bpf {
+	struct termline_http *skel;
+	struct bpf_link *link;
+	struct ring_buffer *rb;
+	struct tl_loop *loop;
+	struct tl_timer *timer;
+	int rb_fd;
+	tl_http_rec_cb cb;
+	void *ud;
+	uint64_t bad_records;
+};
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct tl_http_bpf *b = ctx;
+	const struct tl_http_rec *r = data;
+
+	/* The kernel wrote it, but a record whose size and length disagree
+	 * is not passed on. */
+	if (size < sizeof(*r) || r->len > size - sizeof(*r) || r->len > TL_HTTP_PREFIX_MAX ||
+	    r->kind == 0 || r->kind >= TL_HTTP_REC_KIND_MAX) {
+		b->bad_records++;
+		return 0;
+	}
+	b->cb(b->ud, r, (const uint8_t *)data + sizeof(*r));
+	return 0;
+}
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t p = 4096;
+
+	while (p < v && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, void *userdata,
+		    struct tl_http_bpf **ret, char *err, size_t errlen)
+{
+	struct tl_http_bpf *b = calloc(1, sizeof(*b));
+	int r;
+
+	if (!b)
+		return -ENOMEM;
+	b->rb_fd = -1;
+	b->cb = cb;
+	b->ud = userdata;
+	b->skel = termline_http__open();
+	if (!b->skel) {
+		r = -errno;
+		snprintf(err, errlen, "HTTP capture: cannot open its BPF object: %s", strerror(-r));
+		goto fail;
+	}
+	b->skel->rodata->prefix_len = cfg->prefix_bytes && cfg->prefix_bytes <= TL_HTTP_PREFIX_MAX
+					      ? cfg->prefix_bytes
+					      : TL_HTTP_PREFIX_DEFAULT;
+	r = bpf_map__set_max_entries(b->skel->maps.http_events,
+				     pow2_at_least(cfg->ringbuf_bytes ? cfg->ringbuf_bytes : 4u << 20));
+	if (r < 0) {
+		snprintf(err, errlen, "HTTP capture: ring buffer size: %s", strerror(-r));
+		goto fail;
+	}
+	r = termline_http__load(b->skel);
+	if (r < 0) {
+		snprintf(err, errlen, "HTTP capture: cannot load tp_btf/sys_exit program: %s",
+			 strerror(-r));
+		goto fail;
+	}
+	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.http_events), on_record, b, NULL);
+	if (!b->rb) {
+		r = -errno;
+		snprintf(err, errlen, "HTTP capture: ring buffer: %s", strerror(-r));
+		goto fail;
+	}
+	*ret = b;
+	return 0;
+fail:
+	tl_http_bpf_free(b);
+	return r;
+}
+
+void tl_http_bpf_free(struct tl_http_bpf *b)
+{
+	if (!b)
+		return;
+	bpf_link__destroy(b->link);
+	tl_timer_free(b->timer);
+	if (b->loop && b->rb_fd >= 0)
+		tl_loop_del_io(b->loop, b->rb_fd);
+	ring_buffer__free(b->rb);
+	termline_http__destroy(b->skel);
+	free(b);
+}
+
+int tl_http_bpf_attach(struct tl_http_bpf *b)
+{
+	struct bpf_link *l;
+
+	if (b->link)
+		return 0;
+	l = bpf_program__attach(b->skel->progs.http_sys_exit);
+	if (!l)
+		return -errno;
+	b->link = l;
+	return 0;
+}
+
+void tl_http_bpf_detach(struct tl_http_bpf *b)
+{
+	if (!b->link)
+		return;
+	bpf_link__destroy(b->link);
+	b->link = NULL;
+	tl_http_bpf_drain(b);
+}
+
+bool tl_http_bpf_attached(const struct tl_http_bpf *b)
+{
+	return b->link != NULL;
+}
+
+int tl_http_bpf_drain(struct tl_http_bpf *b)
+{
+	return ring_buffer__consume(b->rb);
+}
+
+static int on_ring(struct tl_loop *loop _unused_, int fd _unused_, uint32_t ev _unused_, void *ud)
+{
+	tl_http_bpf_drain(ud);
+	return 0;
+}
+
+static void on_drain_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *ud)
+{
+	struct tl_http_bpf *b = ud;
+
+	if (b->link)
+		tl_http_bpf_drain(b);
+}
+
+int tl_http_bpf_attach_loop(struct tl_http_bpf *b, struct tl_loop *loop)
+{
+	int r;
+
+	b->rb_fd = ring_buffer__epoll_fd(b->rb);
+	r = tl_loop_add_io(loop, b->rb_fd, EPOLLIN, on_ring, b);
+	if (r < 0)
+		return r;
+	b->loop = loop;
+	return tl_loop_add_timer(loop, DRAIN_MS, DRAIN_MS, on_drain_timer, b, &b->timer);
+}
+
+int tl_http_bpf_track_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
+{
+	uint8_t one = 1;
+
+	return bpf_map_update_elem(bpf_map__fd(b->skel->maps.http_cgroups), &cgroup_id, &one, BPF_ANY)
+		       ? -errno
+		       : 0;
+}
+
+int tl_http_bpf_untrack_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
+{
+	return bpf_map_delete_elem(bpf_map__fd(b->skel->maps.http_cgroups), &cgroup_id) ? -errno : 0;
+}
+
+uint64_t tl_http_bpf_dropped(struct tl_http_bpf *b)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t total = 0;
+	uint64_t *v;
+
+	if (ncpu <= 0)
+		return 0;
+	v = calloc((size_t)ncpu, sizeof(*v));
+	if (!v)
+		return 0;
+	for (uint32_t k = 0; k < TL_HTTP_REC_KIND_MAX; k++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.http_drops), &k, v) < 0)
+			continue;
+		for (int i = 0; i < ncpu; i++)
+			total += v[i];
+	}
+	free(v);
+	return total;
+}

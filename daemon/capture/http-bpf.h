@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "loop.h"
+#include "termline-http.h"
+
+/* The kernel half of HTTP capture (bpf/http.bpf.c): loaded once, attached
+ * and detached as capture windows open and close (an attached syscall
+ * program costs every process on the node, docs/http-capture.md). Its own
+ * ring buffer, tracked-cgroup set and drop counters. */
+struct tl_http_bpf;
+
+struct tl_http_bpf_config {
+	uint32_t prefix_bytes;   /* 1..TL_HTTP_PREFIX_MAX; 0 = TL_HTTP_PREFIX_DEFAULT */
+	uint32_t ringbuf_bytes;  /* power of two >= 4096; 0 = 4 MiB */
+};
+
+/* One ring record: data holds rec->len bytes (DATA records). */
+typedef void (*tl_http_rec_cb)(void *userdata, const struct tl_http_rec *rec, const uint8_t *data);
+
+/* Opens and loads, not attached. -errno and one line in err. */
+int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, void *userdata,
+		    struct tl_http_bpf **ret, char *err, size_t errlen);
+void tl_http_bpf_free(struct tl_http_bpf *b);
+
+int tl_http_bpf_attach(struct tl_http_bpf *b);
+/* Drains the ring, then detaches. */
+void tl_http_bpf_detach(struct tl_http_bpf *b);
+bool tl_http_bpf_attached(const struct tl_http_bpf *b);
+
+/* Ring fd plus a 10 ms drain timer in the loop (records are submitted
+ * without wake-ups). */
+int tl_http_bpf_attach_loop(struct tl_http_bpf *b, struct tl_loop *loop);
+/* Consumes what is in the ring now: records or -errno. */
+int tl_http_bpf_drain(struct tl_http_bpf *b);
+
+int tl_http_bpf_track_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id);
+int tl_http_bpf_untrack_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id);
+
+/* Records lost to a full ring, all kinds. */
+uint64_t tl_http_bpf_dropped(struct tl_http_bpf *b);
