@@ -23,6 +23,8 @@
 #include "capture.h"
 #include "cgroup-map.h"
 #include "clock.h"
+#include "drain-agent.h"
+#include "drain-conn.h"
 #include "event.h"
 #include "http-server.h"
 #include "kube.h"
@@ -61,6 +63,8 @@ struct agent {
 	struct tl_timelines *timelines;
 	struct tl_capture *capture;
 	struct tl_http *http;
+	struct tl_drain_agent *drain;     /* the preStop gate (docs/drain.md) */
+	struct tl_drain_conn *drain_conn; /* its kernel connection counters */
 	struct tl_timer *clock_timer;
 	struct tl_timer *housekeeping_timer;
 	FILE *emit_out;
@@ -238,6 +242,7 @@ static void sink_emit(void *userdata, struct tl_event *ev)
 	}
 	if (a->kube && ev->pod_uid[0] && strcmp(ev->type, "pod.deleted") == 0)
 		schedule_ip_untrack(a, ev->pod_uid);
+	tl_drain_agent_observe(a->drain, ev);
 	if (a->timelines && ev->pod_uid[0]) {
 		int r = tl_timelines_add(a->timelines, ev);
 
@@ -426,6 +431,42 @@ static bool pod_known(void *ud, const char *uid)
 
 	json_object_put(meta);
 	return meta != NULL;
+}
+
+/* The drained gate's facts and questions (docs/drain.md). */
+static void drain_conn_seen(void *ud, uint64_t cgroup_id, uint64_t count, int64_t last_ns)
+{
+	struct agent *a = ud;
+	const struct tl_cgroup_info *info = tl_cgroup_map_lookup(a->cgroups, cgroup_id);
+	const struct tombstone *t = info ? NULL : find_tombstone(a, cgroup_id);
+	const char *uid = info ? info->parsed.pod_uid : t ? t->pod_uid : NULL;
+
+	if (uid && uid[0])
+		tl_drain_agent_connection(a->drain, uid, count, last_ns);
+}
+
+static void drain_poll(void *ud)
+{
+	struct agent *a = ud;
+
+	if (a->drain_conn && tl_drain_conn_poll(a->drain_conn, drain_conn_seen, a) < 0)
+		tl_metric_add("termline_drain_conn_poll_errors_total", NULL, 1);
+}
+
+static bool drain_synced(void *ud)
+{
+	struct agent *a = ud;
+
+	return !a->kube || tl_kube_synced(a->kube);
+}
+
+/* Without the API nothing says a Pod is being deleted: every Pod is
+ * unknown (404), and termline-wait serves its fallback sleep. */
+static bool drain_pod_known(void *ud, const char *uid)
+{
+	struct agent *a = ud;
+
+	return a->kube && pod_known(a, uid);
 }
 
 static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *ud)
@@ -651,11 +692,33 @@ static int agent_start(struct agent *a)
 		}
 	}
 
+	{
+		struct tl_drain_agent_config dc = {
+			.synced = drain_synced,
+			.pod_known = drain_pod_known,
+			.poll = drain_poll,
+			.ud = a,
+			.emit = { .emit = sink_emit, .userdata = a },
+		};
+
+		r = tl_drain_conn_new(&a->drain_conn, err, sizeof(err));
+		if (r < 0) {
+			tl_warn("%s: the drained gate sees no connections", err[0] ? err : strerror(-r));
+			a->drain_conn = NULL;
+		}
+		r = tl_drain_agent_new(&dc, a->loop, &a->drain);
+		if (r < 0) {
+			tl_error("drained gate: %s", strerror(-r));
+			return 1;
+		}
+	}
+
 	if (a->opts.listen && a->opts.listen[0] && strcmp(a->opts.listen, "off") != 0) {
 		struct tl_http_config hc = {
 			.listen = a->opts.listen,
 			.ready = agent_ready,
 			.ud = a,
+			.drain = a->drain,
 		};
 
 		r = tl_http_new(&hc, a->loop, a->timelines, &a->http, err, sizeof(err));
@@ -742,6 +805,8 @@ static void agent_stop(struct agent *a)
 		tl_capture_poll_logs(a->capture);
 	tl_capture_free(a->capture);
 	tl_http_free(a->http);
+	tl_drain_agent_free(a->drain);
+	tl_drain_conn_free(a->drain_conn);
 	if (a->timelines)
 		tl_timelines_flush(a->timelines);
 	tl_timelines_free(a->timelines);
