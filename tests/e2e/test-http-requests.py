@@ -11,13 +11,12 @@ an HTTP status for must appear in the agent's output as one http.request
 (source log) with its ID and that status; requests the client never got an
 answer for (the proxy's listener already closed) must not.
 
---format selects the proxy's access-log format when termline-simpod has
---access-log-format (envoy, istio, istio-json)."""
+--format selects the proxy's access-log format (termline-simpod
+--access-log-format: envoy, istio, istio-json)."""
 import argparse
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -68,21 +67,12 @@ class Load:
         self.thread.join(10)
 
 
-def simpod_has_format_option():
-    r = subprocess.run([E.SIMPOD, "create", "--help"], capture_output=True, text=True)
-    return "--access-log-format" in r.stdout
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--format", default="envoy", choices=["envoy", "istio", "istio-json"])
     args = ap.parse_args()
     E.require_root()
-    fmt_args = []
-    if args.format != "envoy" or simpod_has_format_option():
-        if not simpod_has_format_option():
-            raise AssertionError(f"termline-simpod has no --access-log-format for {args.format}")
-        fmt_args = ["--access-log-format", args.format]
+    fmt_args = ["--access-log-format", args.format]
 
     work = tempfile.mkdtemp(prefix="termline-e2e-http-")
     state = os.path.join(work, "state")
