@@ -7,6 +7,7 @@
 #include <json-c/linkhash.h>
 
 #include "clock.h"
+#include "kube-istio.h"
 #include "kube-pods.h"
 #include "macro.h"
 
@@ -310,6 +311,13 @@ static struct json_object *build_meta(const struct kpod *p, struct json_object *
 	/* the API server defaults it to 30 when the manifest leaves it out */
 	jint(spec, "terminationGracePeriodSeconds", &grace);
 	json_object_object_add(pod, "terminationGracePeriodSeconds", json_object_new_int64(grace));
+	{
+		/* the sidecar's drain settings, as the Pod declares them */
+		struct json_object *istio = tl_kube_istio_settings(jget(md, "annotations"));
+
+		if (istio)
+			json_object_object_add(pod, "istio", istio);
+	}
 	for (size_t i = 0; i < p->nctrs; i++) {
 		const struct kcontainer *k = &p->ctrs[i];
 		struct json_object *c = json_object_new_object();

@@ -106,6 +106,9 @@ struct json_object *tl_export_pod(const char *uid, struct json_object *meta)
 		json_object_object_add(pod, "terminationGracePeriodSeconds", json_object_get(tgps));
 	else
 		json_object_object_add(pod, "terminationGracePeriodSeconds", NULL);
+	/* the sidecar's drain settings (kube-istio.c), when the Pod has any */
+	if (get_path(p, "istio", NULL) && json_object_is_type(get_path(p, "istio", NULL), json_type_object))
+		json_object_object_add(pod, "istio", json_object_get(get_path(p, "istio", NULL)));
 	return pod;
 }
 
