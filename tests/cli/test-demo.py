@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""The README's demo, end to end (root): tools/termline-demo --fixed. The
+failed request IDs the load generator saw are exactly those `explain`
+lists; check exits 1; with the recommended preStop applied no request
+fails and check exits 0; the SVG is written. Then the demo is interrupted
+with SIGINT in the middle of a run: no process, cgroup or network
+namespace of it is left."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
+import e2elib as E  # noqa: E402
+
+DEMO = os.path.join(E.SRC, "tools", "termline-demo")
+
+
+def netns_names():
+    r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    return {ln.split()[0] for ln in r.stdout.splitlines() if ln.strip()}
+
+
+def children(pid):
+    ps = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout
+    return [int(a) for a, b in (ln.split() for ln in ps.splitlines()) if int(b) == pid]
+
+
+def leftovers(pid, uid, kids):
+    """What an interrupted demo (process pid, Pod uid, child processes
+    kids) could leave behind: a populated cgroup cannot be removed, so no
+    cgroup means no container process either."""
+    root = E.cgroup2_mount()
+    left = [d for d in os.listdir(root) if d == f"termline-demo-{pid}"]
+    left += [f"netns {n}" for n in netns_names() if n == f"tl-{uid.replace('-', '')[:8]}"]
+    for k in kids:
+        try:
+            os.kill(k, 0)
+            left.append(f"pid {k}")
+        except ProcessLookupError:
+            pass
+    return left
+
+
+def main():
+    E.require_root()
+    work = tempfile.mkdtemp(prefix="termline-e2e-demo-")
+    summary = os.path.join(work, "summary.json")
+    t0 = time.monotonic()
+    r = subprocess.run([DEMO, "--build", E.BUILD, "--fixed", "--summary", summary, "--out-dir", work],
+                       capture_output=True, text=True, timeout=170)
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 0, f"demo exit {r.returncode}:\n{r.stdout}\n{r.stderr}"
+    with open(summary) as f:
+        runs = json.load(f)["runs"]
+    race, fixed = runs
+    assert race["failed"], f"the race run had no failed request:\n{r.stdout}"
+    # the point of the demo: explain names exactly the requests that failed
+    assert race["explainIds"] == race["failed"], (race["explainIds"], race["failed"])
+    assert race["findings"][0] == "requests_after_listener_closed", race["findings"]
+    assert race["checkExit"] == 1, race
+    assert isinstance(race["preStopRecommended"], int) and race["preStopRecommended"] >= 2, race
+    assert fixed["failed"] == [] and fixed["explainIds"] == [], fixed
+    assert fixed["sent"] >= 10, fixed
+    assert fixed["checkExit"] == 0, fixed
+    for run in runs:
+        with open(run["svg"]) as f:
+            assert f.read(200).startswith("<?xml"), run["svg"]
+    assert "explain lists exactly the" in r.stdout, r.stdout
+    print(f"demo --fixed: {len(race['failed'])} failed of {race['sent']}, then 0 of {fixed['sent']} "
+          f"with preStop {race['preStopRecommended']}s; {elapsed:.1f}s")
+
+    # interrupted once the Pod runs: everything goes
+    p = subprocess.Popen([DEMO, "--build", E.BUILD, "--out-dir", work], stdout=subprocess.PIPE, text=True)
+    out = ""
+    deadline = time.monotonic() + 60
+    while "   Pod " not in out and time.monotonic() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            break
+        out += line
+    assert "   Pod " in out, out
+    uid = out.split("(uid ", 1)[1].split(",", 1)[0]
+    kids = children(p.pid)
+    assert len(kids) >= 2, kids  # the API double and termlined at least
+    assert leftovers(p.pid, uid, kids), "nothing to clean up: the test would prove nothing"
+    p.send_signal(signal.SIGINT)
+    rest, _ = p.communicate(timeout=60)
+    assert p.returncode == 130, (p.returncode, out + rest)
+    left = []
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        left = leftovers(p.pid, uid, kids)
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left, f"left behind after SIGINT: {left}"
+    import shutil
+    shutil.rmtree(work, ignore_errors=True)
+    print("ok: demo --fixed, and cleaned up after SIGINT")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
