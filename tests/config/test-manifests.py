@@ -235,6 +235,25 @@ def check_common(docs):
               f"{d['kind']} {md['name']} lacks the label {NAME_LABEL[0]}")
 
 
+def check_user_rbac(mdir):
+    """manifests/user-rbac.yaml, the CLI user's role (docs/cli.md): read-only,
+    pods/proxy only in the agents' namespace, and not deployed with the agent."""
+    with open(os.path.join(mdir, "kustomization.yaml")) as f:
+        check("user-rbac.yaml" not in yaml.safe_load(f).get("resources", []),
+              "user-rbac.yaml is the users' role, not part of the agent's kustomization")
+    with open(os.path.join(mdir, "user-rbac.yaml")) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    proxy = set()
+    for d in docs:
+        check(d["kind"] in ("ClusterRole", "Role"), f"user-rbac.yaml: unexpected {d['kind']}")
+        for rule in d.get("rules", []):
+            check(set(rule["verbs"]) <= ALLOWED_VERBS, f"user-rbac.yaml: {d['kind']} allows {rule['verbs']}")
+            if "pods/proxy" in rule.get("resources", []):
+                proxy.add((d["kind"], d["metadata"].get("namespace"), tuple(rule["verbs"])))
+    check(proxy == {("Role", NAMESPACE, ("get",))},
+          f"user-rbac.yaml: pods/proxy must be get, in a Role of namespace {NAMESPACE} only: {proxy}")
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -250,6 +269,7 @@ def main():
     check_rbac(docs)
     check_daemonset(docs, config_check)
     check_service(docs)
+    check_user_rbac(mdir)
     for f in failures:
         print(f"FAIL: {f}")
     print(f"{'manifests: ' + str(len(failures)) + ' problem(s)' if failures else 'manifests: all checks passed'}")
