@@ -226,6 +226,7 @@ static void sink_emit(void *userdata, struct tl_event *ev)
 	struct agent *a = userdata;
 
 	attribute(a, ev);
+	tl_capture_observe(a->capture, ev);
 	count_event(ev);
 	if (!ev->pod_uid[0])
 		tl_metric_add("termline_events_unattributed_total", NULL, 1);
@@ -258,6 +259,9 @@ static void on_cgroup_added(void *userdata, const struct tl_cgroup_info *info)
 	struct agent *a = userdata;
 	int r;
 
+	/* Cgroups found at start come to the capture once it exists (as Pods
+	 * already running); these are new. */
+	tl_capture_cgroup_added(a->capture, info->cgroup_id, info->parsed.pod_uid, true);
 	if (!a->bpf)
 		return;
 	r = tl_bpf_track_cgroup(a->bpf, info->cgroup_id);
@@ -265,6 +269,14 @@ static void on_cgroup_added(void *userdata, const struct tl_cgroup_info *info)
 		tl_warn("cgroup %s: cannot track: %s", info->path, strerror(-r));
 	else
 		tl_debug("tracking cgroup %llu %s", (unsigned long long)info->cgroup_id, info->path);
+}
+
+static int register_cgroup(void *userdata, const struct tl_cgroup_info *info)
+{
+	struct agent *a = userdata;
+
+	tl_capture_cgroup_added(a->capture, info->cgroup_id, info->parsed.pod_uid, false);
+	return 0;
 }
 
 static int pod_has_leaf(void *userdata, const struct tl_cgroup_info *info)
@@ -284,6 +296,8 @@ static void on_cgroup_removed(void *userdata, const struct tl_cgroup_info *info)
 	t->removed_ns = tl_now_real_ns();
 	snprintf(t->pod_uid, sizeof(t->pod_uid), "%s", info->parsed.pod_uid);
 	snprintf(t->container_id, sizeof(t->container_id), "%s", info->parsed.container_id);
+	tl_capture_drain(a->capture);
+	tl_capture_cgroup_removed(a->capture, info->cgroup_id);
 	if (a->bpf) {
 		/* Whatever the container left in the ring is still attributable
 		 * now; drain it before the cgroup is forgotten. */
@@ -494,7 +508,7 @@ static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _u
 
 	if (!a->bpf)
 		return;
-	dropped = tl_bpf_dropped_total(a->bpf);
+	dropped = tl_bpf_dropped_total(a->bpf) + tl_capture_dropped(a->capture);
 	if (dropped > a->dropped_seen) {
 		tl_warn("ring buffer full: %llu kernel events lost; open timelines marked incomplete",
 			(unsigned long long)(dropped - a->dropped_seen));
@@ -682,14 +696,20 @@ static int agent_start(struct agent *a)
 			.pod_logs_dir = a->opts.pod_logs_dir,
 			.request_id_headers = (const char *const *)a->opts.request_id_headers,
 			.n_request_id_headers = a->opts.n_request_id_headers,
+			.mode = a->opts.http_capture,
+			.prefix_bytes = a->opts.http_prefix_bytes,
+			.linger_s = a->opts.linger_s,
 		};
 		struct tl_emitter emit = { .emit = sink_emit, .userdata = a };
 
-		r = tl_capture_new(&cc, a->loop, &emit, &a->capture);
+		r = tl_capture_new(&cc, a->loop, &emit, &a->capture, err, sizeof(err));
 		if (r < 0) {
 			tl_error("HTTP capture (pod logs %s): %s", a->opts.pod_logs_dir, strerror(-r));
 			return 2;
 		}
+		if (a->opts.http_capture != TL_HTTP_CAPTURE_OFF && !tl_capture_sockets(a->capture))
+			tl_warn("%s; requests come from access logs only", err);
+		tl_cgroup_map_foreach(a->cgroups, register_cgroup, a);
 	}
 
 	{

@@ -1,19 +1,54 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "capture.h"
 #include "clock.h"
+#include "http-bpf.h"
+#include "log.h"
+#include "macro.h"
 #include "metrics.h"
+
+#define MAX_CGROUPS 16384
+#define MAX_WINDOWS 4096
+#define HOUSEKEEPING_MS 1000
+/* Connections without a read or write for this long are forgotten. */
+#define CONN_IDLE_NS (300LL * 1000000000LL)
+/* A termination window whose Pod never reports deleted (API away). */
+#define TERMINATION_MAX_NS (900LL * 1000000000LL)
+
+struct cg {
+	uint64_t id;
+	char uid[TL_UID_MAX];
+	bool tracked;     /* in the kernel's http_cgroups now */
+};
+
+struct window {
+	char uid[TL_UID_MAX];
+	int64_t until_ns;   /* the window closes then */
+	bool terminating;   /* a termination window (start-up otherwise) */
+	bool ending;        /* until_ns set from the end of the Pod's timeline */
+};
 
 struct tl_capture {
 	struct tl_emitter emit;
+	struct tl_capture_config cfg;
 	struct tl_pod_logs *logs;
 	struct tl_http_want want;
+	struct tl_http_bpf *bpf;
+	struct tl_http_tracker *tracker;
+	struct tl_timer *timer;
+	struct cg *cgs;
+	size_t n_cgs;
+	struct window *win;
+	size_t n_win;
 	uint64_t log_records;
 	uint64_t log_not_access;
+	uint64_t attaches;
+	bool attach_failed_logged;
 };
 
 static const char *direction_name(enum tl_http_direction d)
@@ -64,8 +99,8 @@ int tl_capture_log_event(const struct tl_pod_log_source *src, const struct tl_ac
 	return r;
 }
 
-int tl_capture_kernel_event(const struct tl_http_exchange *x,
-			    int64_t start_ns, int64_t end_ns, struct tl_event *ev)
+int tl_capture_kernel_event(const struct tl_http_exchange *x, int64_t start_ns, int64_t end_ns,
+			    struct tl_event *ev)
 {
 	int64_t dur = end_ns > start_ns ? (end_ns - start_ns) / 1000000 : 0;
 	int r;
@@ -104,21 +139,301 @@ static void on_log_record(void *ud, const struct tl_pod_log_source *src, int64_t
 	tl_emit(&c->emit, &ev);
 }
 
+/* ---- sockets ---- */
+
+static void on_exchange(void *ud, const struct tl_http_exchange *x)
+{
+	struct tl_capture *c = ud;
+	struct tl_event ev;
+	int64_t start = tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->start_ns);
+	int64_t end = tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->end_ns);
+
+	if (tl_capture_kernel_event(x, start, end, &ev) < 0) {
+		tl_metric_add("termline_http_kernel_requests_dropped_total", NULL, 1);
+		return;
+	}
+	tl_metric_add("termline_http_kernel_requests_total", NULL, 1);
+	tl_emit(&c->emit, &ev);
+}
+
+static void on_rec(void *ud, const struct tl_http_rec *r, const uint8_t *data)
+{
+	struct tl_capture *c = ud;
+	int64_t t = (int64_t)r->ktime_ns;
+
+	switch (r->kind) {
+	case TL_HTTP_REC_DATA:
+		tl_http_tracker_data(c->tracker, r->sock, r->tgid, r->cgroup_id,
+				     r->flags & TL_HTTP_RF_READ, data, r->len, r->total, t);
+		break;
+	case TL_HTTP_REC_ERROR:
+		tl_http_tracker_reset(c->tracker, r->sock, t);
+		break;
+	case TL_HTTP_REC_EOF:
+	case TL_HTTP_REC_CLOSE:
+		tl_http_tracker_close(c->tracker, r->sock, t);
+		break;
+	}
+}
+
+static struct window *find_window(struct tl_capture *c, const char *uid)
+{
+	for (size_t i = 0; i < c->n_win; i++)
+		if (strcmp(c->win[i].uid, uid) == 0)
+			return &c->win[i];
+	return NULL;
+}
+
+static bool in_window(struct tl_capture *c, const char *uid)
+{
+	return c->cfg.mode == TL_HTTP_CAPTURE_ALWAYS || find_window(c, uid) != NULL;
+}
+
+/* The kernel follows exactly the cgroups of Pods inside a window, and the
+ * program is attached while there is at least one. */
+static void sync_kernel(struct tl_capture *c)
+{
+	bool any = false;
+
+	if (!c->bpf)
+		return;
+	for (size_t i = 0; i < c->n_cgs; i++) {
+		struct cg *g = &c->cgs[i];
+		bool want = in_window(c, g->uid);
+
+		any |= want;
+		if (want && !g->tracked)
+			g->tracked = tl_http_bpf_track_cgroup(c->bpf, g->id) == 0;
+		else if (!want && g->tracked) {
+			tl_http_bpf_untrack_cgroup(c->bpf, g->id);
+			g->tracked = false;
+		}
+	}
+	if (c->cfg.mode == TL_HTTP_CAPTURE_ALWAYS)
+		any = true;
+	if (any && !tl_http_bpf_attached(c->bpf)) {
+		int r = tl_http_bpf_attach(c->bpf);
+
+		if (r < 0) {
+			tl_metric_add("termline_http_capture_attach_errors_total", NULL, 1);
+			if (!c->attach_failed_logged)
+				tl_warn("HTTP capture: cannot attach the syscall program: %s",
+					strerror(-r));
+			c->attach_failed_logged = true;
+		} else {
+			c->attaches++;
+			tl_info("HTTP capture: attached (%zu Pod(s) in a capture window)", c->n_win);
+		}
+	} else if (!any && tl_http_bpf_attached(c->bpf)) {
+		tl_http_bpf_detach(c->bpf);
+		tl_info("HTTP capture: detached (no Pod in a capture window)");
+	}
+	tl_metric_set("termline_http_capture_attached", NULL, tl_http_bpf_attached(c->bpf));
+	tl_metric_set("termline_http_capture_windows", NULL, (int64_t)c->n_win);
+}
+
+/* Opens (or extends) a Pod's window. until 0: open-ended. */
+static void open_window(struct tl_capture *c, const char *uid, bool terminating, int64_t until_ns)
+{
+	struct window *w = find_window(c, uid);
+
+	if (c->cfg.mode != TL_HTTP_CAPTURE_WINDOWS || !uid[0])
+		return;
+	if (!w) {
+		if (c->n_win == MAX_WINDOWS) {
+			tl_metric_add("termline_http_capture_windows_refused_total", NULL, 1);
+			return;
+		}
+		w = &c->win[c->n_win++];
+		memset(w, 0, sizeof(*w));
+		snprintf(w->uid, sizeof(w->uid), "%s", uid);
+		w->until_ns = until_ns;
+		w->terminating = terminating;
+	} else if (terminating && !w->terminating) {
+		w->terminating = true;
+		w->ending = false;
+		w->until_ns = until_ns;
+	} else if (!w->ending && until_ns > w->until_ns) {
+		w->until_ns = until_ns;
+	}
+	sync_kernel(c);
+}
+
+/* The window closes at until_ns (a Pod's Ready, its timeline's end). */
+static void end_window(struct tl_capture *c, const char *uid, int64_t until_ns, bool start_only)
+{
+	struct window *w = find_window(c, uid);
+
+	if (!w || (start_only && w->terminating))
+		return;
+	w->until_ns = until_ns;
+	w->ending = true;
+}
+
+static void expire_windows(struct tl_capture *c, int64_t now)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < c->n_win; i++)
+		if (c->win[i].until_ns > now)
+			c->win[j++] = c->win[i];
+	if (j != c->n_win) {
+		c->n_win = j;
+		sync_kernel(c);
+	}
+}
+
+static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *ud)
+{
+	struct tl_capture *c = ud;
+
+	expire_windows(c, tl_now_real_ns());
+	if (c->tracker)
+		tl_http_tracker_expire(c->tracker, tl_now_boot_ns() - CONN_IDLE_NS);
+	if (c->bpf)
+		tl_metric_set("termline_http_ring_dropped", NULL, (int64_t)tl_http_bpf_dropped(c->bpf));
+}
+
+void tl_capture_cgroup_added(struct tl_capture *c, uint64_t cgroup_id, const char *pod_uid,
+			     bool opening)
+{
+	struct cg *g = NULL;
+
+	if (!c || !pod_uid || !pod_uid[0])
+		return;
+	for (size_t i = 0; i < c->n_cgs; i++)
+		if (c->cgs[i].id == cgroup_id)
+			g = &c->cgs[i];
+	if (!g) {
+		if (c->n_cgs == MAX_CGROUPS)
+			return;
+		g = &c->cgs[c->n_cgs++];
+		memset(g, 0, sizeof(*g));
+		g->id = cgroup_id;
+	}
+	snprintf(g->uid, sizeof(g->uid), "%s", pod_uid);
+	if (opening && !find_window(c, pod_uid))
+		open_window(c, pod_uid, false,
+			    tl_now_real_ns() + (int64_t)c->cfg.start_max_s * 1000000000LL);
+	else
+		sync_kernel(c);
+}
+
+void tl_capture_cgroup_removed(struct tl_capture *c, uint64_t cgroup_id)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n_cgs; i++) {
+		if (c->cgs[i].id != cgroup_id)
+			continue;
+		if (c->cgs[i].tracked && c->bpf)
+			tl_http_bpf_untrack_cgroup(c->bpf, cgroup_id);
+		c->cgs[i] = c->cgs[--c->n_cgs];
+		return;
+	}
+}
+
+void tl_capture_observe(struct tl_capture *c, const struct tl_event *ev)
+{
+	int64_t now = tl_now_real_ns(), v;
+	const char *s;
+
+	if (!c || c->cfg.mode != TL_HTTP_CAPTURE_WINDOWS || !ev->pod_uid[0])
+		return;
+	switch (ev->kind) {
+	case TL_KIND_POD_DELETION_REQUESTED:
+		open_window(c, ev->pod_uid, true, now + TERMINATION_MAX_NS);
+		break;
+	case TL_KIND_PROCESS_SIGNAL:
+		/* Without the API server the first SIGTERM is the first sign. */
+		if (tl_event_get_i(ev, TL_F_SIG_SIGNO, &v) && v == SIGTERM)
+			open_window(c, ev->pod_uid, true, now + TERMINATION_MAX_NS);
+		break;
+	case TL_KIND_POD_CONDITION:
+		s = tl_event_get_s(ev, TL_F_COND_CONDITION);
+		if (s && strcmp(s, "Ready") == 0 && (s = tl_event_get_s(ev, TL_F_COND_STATUS)) &&
+		    strcmp(s, "True") == 0)
+			end_window(c, ev->pod_uid,
+				   now + (int64_t)c->cfg.ready_margin_s * 1000000000LL, true);
+		break;
+	case TL_KIND_POD_DELETED:
+	case TL_KIND_POD_CGROUPS_REMOVED:
+		/* The timeline stays open for the linger: so does the window. */
+		end_window(c, ev->pod_uid, now + (int64_t)c->cfg.linger_s * 1000000000LL, false);
+		break;
+	default:
+		break;
+	}
+}
+
+void tl_capture_drain(struct tl_capture *c)
+{
+	if (c && c->bpf)
+		tl_http_bpf_drain(c->bpf);
+}
+
+uint64_t tl_capture_dropped(const struct tl_capture *c)
+{
+	return c && c->bpf ? tl_http_bpf_dropped(c->bpf) : 0;
+}
+
+bool tl_capture_sockets(const struct tl_capture *c)
+{
+	return c && c->bpf;
+}
+
+bool tl_capture_attached(const struct tl_capture *c)
+{
+	return c && c->bpf && tl_http_bpf_attached(c->bpf);
+}
+
+static void describe_metrics(void)
+{
+	tl_metric_describe("termline_http_log_records_total", TL_METRIC_COUNTER,
+			   "Proxy access-log records recorded as http.request.");
+	tl_metric_describe("termline_http_log_records_dropped_total", TL_METRIC_COUNTER,
+			   "Proxy access-log records that could not be made into events.");
+	tl_metric_describe("termline_http_kernel_requests_total", TL_METRIC_COUNTER,
+			   "Requests seen on Pod sockets recorded as http.request.");
+	tl_metric_describe("termline_http_kernel_requests_dropped_total", TL_METRIC_COUNTER,
+			   "Requests seen on Pod sockets that could not be made into events.");
+	tl_metric_describe("termline_http_capture_attached", TL_METRIC_GAUGE,
+			   "1 while the HTTP syscall program is attached.");
+	tl_metric_describe("termline_http_capture_windows", TL_METRIC_GAUGE,
+			   "Pods inside a capture window (start-up or termination).");
+	tl_metric_describe("termline_http_capture_attach_errors_total", TL_METRIC_COUNTER,
+			   "Failed attaches of the HTTP syscall program.");
+	tl_metric_describe("termline_http_capture_windows_refused_total", TL_METRIC_COUNTER,
+			   "Capture windows not opened: too many at once.");
+	tl_metric_describe("termline_http_ring_dropped", TL_METRIC_GAUGE,
+			   "HTTP records lost to a full ring buffer since start.");
+}
+
 int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
-		   const struct tl_emitter *emit, struct tl_capture **ret)
+		   const struct tl_emitter *emit, struct tl_capture **ret, char *err, size_t errlen)
 {
 	struct tl_capture *c = calloc(1, sizeof(*c));
 	int r;
 
 	if (!c)
 		return -ENOMEM;
+	if (err && errlen)
+		err[0] = '\0';
 	c->emit = *emit;
+	c->cfg = *cfg;
+	if (!c->cfg.ready_margin_s)
+		c->cfg.ready_margin_s = 10;
+	if (!c->cfg.start_max_s)
+		c->cfg.start_max_s = 120;
 	for (int i = 0; i < cfg->n_request_id_headers && i < TL_HTTP_WANT_MAX; i++)
 		c->want.names[c->want.n++] = cfg->request_id_headers[i];
-	tl_metric_describe("termline_http_log_records_total", TL_METRIC_COUNTER,
-			   "Proxy access-log records recorded as http.request.");
-	tl_metric_describe("termline_http_log_records_dropped_total", TL_METRIC_COUNTER,
-			   "Proxy access-log records that could not be made into events.");
+	describe_metrics();
+	c->cgs = calloc(MAX_CGROUPS, sizeof(*c->cgs));
+	c->win = calloc(MAX_WINDOWS, sizeof(*c->win));
+	if (!c->cgs || !c->win) {
+		tl_capture_free(c);
+		return -ENOMEM;
+	}
 	if (cfg->pod_logs_dir && cfg->pod_logs_dir[0]) {
 		struct tl_pod_logs_config pc = {
 			.root = cfg->pod_logs_dir,
@@ -132,6 +447,36 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 			return r;
 		}
 	}
+	if (cfg->mode != TL_HTTP_CAPTURE_OFF) {
+		struct tl_http_tracker_config tc = { .want = c->want };
+		struct tl_http_bpf_config bc = {
+			.prefix_bytes = cfg->prefix_bytes,
+			.ringbuf_bytes = cfg->ringbuf_bytes,
+		};
+
+		r = tl_http_tracker_new(&tc, on_exchange, c, &c->tracker);
+		if (r < 0) {
+			tl_capture_free(c);
+			return r;
+		}
+		r = tl_http_bpf_new(&bc, on_rec, c, &c->bpf, err, errlen);
+		if (r == 0 && loop)
+			r = tl_http_bpf_attach_loop(c->bpf, loop);
+		if (r < 0) {
+			/* Not fatal: the access logs still come in. */
+			tl_http_bpf_free(c->bpf);
+			c->bpf = NULL;
+		}
+	}
+	if (loop) {
+		r = tl_loop_add_timer(loop, HOUSEKEEPING_MS, HOUSEKEEPING_MS, on_housekeeping, c,
+				      &c->timer);
+		if (r < 0) {
+			tl_capture_free(c);
+			return r;
+		}
+	}
+	sync_kernel(c);
 	*ret = c;
 	return 0;
 }
@@ -140,7 +485,14 @@ void tl_capture_free(struct tl_capture *c)
 {
 	if (!c)
 		return;
+	tl_timer_free(c->timer);
+	if (c->bpf)
+		tl_http_bpf_detach(c->bpf);
+	tl_http_bpf_free(c->bpf);
+	tl_http_tracker_free(c->tracker);
 	tl_pod_logs_free(c->logs);
+	free(c->cgs);
+	free(c->win);
 	free(c);
 }
 

@@ -57,6 +57,8 @@ enum opt_id {
 	OPT_RETENTION_BYTES,
 	OPT_RETENTION_HOURS,
 	OPT_JOURNAL_FSYNC_MS,
+	OPT_HTTP_CAPTURE,
+	OPT_HTTP_PREFIX_BYTES,
 	OPT_VERSION,
 	OPT_HELP,
 	OPT_COUNT
@@ -73,6 +75,7 @@ enum opt_kind {
 	KIND_BYTES,	/* uint64_t with optional binary suffix */
 	KIND_BOOL,	/* bool: a bare flag, true/false in the file */
 	KIND_SIGNALS,	/* uint64_t mask of signal numbers */
+	KIND_HTTP_CAPTURE, /* enum tl_http_capture_mode */
 	KIND_CONFIG,	/* --config: command line only */
 	KIND_ACTION,	/* --help, --version */
 };
@@ -130,9 +133,20 @@ static const struct opt_def opt_defs[OPT_COUNT] = {
     [OPT_JOURNAL_FSYNC_MS] = {"journal-fsync-ms", KIND_U32, OFF(journal_fsync_ms), 0, 60000,
 			      "milliseconds", "MS", "200",
 			      "longest time journal writes stay unsynced"},
+    [OPT_HTTP_CAPTURE] = {"http-capture", KIND_HTTP_CAPTURE, OFF(http_capture), 0, 0, NULL,
+			  "MODE", "windows",
+			  "HTTP on Pod sockets: windows (start-up, termination), always, off"},
+    [OPT_HTTP_PREFIX_BYTES] = {"http-prefix-bytes", KIND_U32, OFF(http_prefix_bytes), 64, 4096,
+			       "bytes", "BYTES", "2048", "bytes of an HTTP message head copied"},
     [OPT_VERSION] = {"version", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL,
 		     "print the version and exit"},
     [OPT_HELP] = {"help", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL, "print this help and exit"},
+};
+
+static const char *const http_capture_names[] = {
+    [TL_HTTP_CAPTURE_WINDOWS] = "windows",
+    [TL_HTTP_CAPTURE_ALWAYS] = "always",
+    [TL_HTTP_CAPTURE_OFF] = "off",
 };
 
 static const char *const log_level_names[] = {
@@ -491,6 +505,15 @@ static int set_value(struct tl_options *o, const struct opt_def *d, const char *
 			}
 		}
 		return why_value(why, val, "is not a log level (debug, info, warn or error)");
+	case KIND_HTTP_CAPTURE:
+		for (size_t i = 0; i < sizeof(http_capture_names) / sizeof(http_capture_names[0]); i++) {
+			if (strcmp(val, http_capture_names[i]) == 0) {
+				*(enum tl_http_capture_mode *)(base + d->offset) =
+					(enum tl_http_capture_mode)i;
+				return 0;
+			}
+		}
+		return why_value(why, val, "is not a capture mode (windows, always or off)");
 	case KIND_U32:
 		r = parse_u64(val, &v, &end);
 		if (r == -EINVAL || (r == 0 && *end)) {
@@ -554,6 +577,8 @@ static int set_defaults(struct tl_options *o)
 	o->retention_bytes = UINT64_C(256) << 20;
 	o->retention_hours = 168;
 	o->journal_fsync_ms = 200;
+	o->http_capture = TL_HTTP_CAPTURE_WINDOWS;
+	o->http_prefix_bytes = 2048;
 	return 0;
 }
 
@@ -971,6 +996,10 @@ int tl_options_render(const struct tl_options *o, char **ret)
 		case KIND_LOG_LEVEL:
 			sb_value(&b,
 				 (unsigned)o->log_level < 4 ? log_level_names[o->log_level] : "?");
+			break;
+		case KIND_HTTP_CAPTURE:
+			sb_value(&b, (unsigned)o->http_capture < 3 ? http_capture_names[o->http_capture]
+								   : "?");
 			break;
 		case KIND_U32:
 			sb_printf(&b, "%u", *(const uint32_t *)(base + d->offset));

@@ -11,6 +11,14 @@
  * file. Keys only in the file (no flag) are marked below. */
 #define TL_MAX_HEADERS 16
 
+/* --http-capture: when the syscall programs that see HTTP on the Pods'
+ * sockets are attached (docs/http-capture.md). */
+enum tl_http_capture_mode {
+	TL_HTTP_CAPTURE_WINDOWS = 0, /* while a Pod is starting or terminating */
+	TL_HTTP_CAPTURE_ALWAYS = 1,
+	TL_HTTP_CAPTURE_OFF = 2,
+};
+
 struct tl_options {
 	char *config_path;          /* --config */
 	char *kubeconfig;           /* --kubeconfig (NULL = in-cluster) */
@@ -25,6 +33,7 @@ struct tl_options {
 	uint32_t linger_s;          /* --linger, default 30 */
 	bool no_api;                /* --no-api */
 	char *emit_events;          /* --emit-events FILE|- (NULL = off) */
+	enum tl_http_capture_mode http_capture; /* --http-capture, default windows */
 
 	/* file-only keys (also accepted as flags of the same name) */
 	uint32_t ringbuf_kib;       /* ring-buffer-kib, default 4096 */
@@ -34,6 +43,7 @@ struct tl_options {
 	uint64_t retention_bytes;   /* retention-bytes, default 256 MiB */
 	uint32_t retention_hours;   /* retention-hours, default 168 */
 	uint32_t journal_fsync_ms;  /* journal-fsync-ms, default 200 */
+	uint32_t http_prefix_bytes; /* http-prefix-bytes, default 2048: bytes of a message head copied */
 
 	/* derived */
 	char config_digest[72];     /* "sha256:<hex>" of the effective settings */

@@ -710,7 +710,7 @@ START_TEST(test_render_escapes)
 	ck_assert_int_eq(tl_options_render(&o, &text), 0);
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	ck_assert_int_eq(lines, 16);
+	ck_assert_int_eq(lines, 18);
 	ck_assert_ptr_nonnull(strstr(text, "state-dir=/a\\x0alinger=1\n"));
 	free(text);
 	tl_options_free(&o);

@@ -8,8 +8,11 @@ sends requests with x-request-id through the proxy before and during the
 Pod's termination (the app closes its listener at SIGTERM, the proxy keeps
 accepting while it drains and answers 503 UF). Every request the client got
 an HTTP status for must appear in the agent's output as one http.request
-(source log) with its ID and that status; requests the client never got an
-answer for (the proxy's listener already closed) must not.
+(source log) with its ID and that status, and as the legs seen on the
+Pod's own sockets (source kernel: the proxy's inbound leg with the same
+status; the proxy's outbound and the app's inbound leg when the app
+answered); requests the client never got an answer for (the proxy's
+listener already closed) must not.
 
 --format selects the proxy's access-log format (termline-simpod
 --access-log-format: envoy, istio, istio-json)."""
@@ -92,6 +95,7 @@ def main():
                        "--proxy-port", str(E.free_port()), "--drain-seconds", "2",
                        "--app-stop-delay", "0.3", *fmt_args)
         uid = pod["podUid"]
+        ids = {c["name"]: c["containerId"] for c in pod["containers"]}
         load = Load(pod["proxyPort"]).start()
         E.wait_for(lambda: len(load.results) >= 20, 20, "20 requests before termination")
         E.simpod("--state-dir", simstate, "terminate", "--grace", "4", "--prestop-seconds", "1")
@@ -115,9 +119,12 @@ def main():
         except AssertionError:
             pass  # reported in detail below
         evs = http_events()
+        log = [e for e in evs if e["source"] == "log"]
+        kern = [e for e in evs if e["source"] == "kernel"]
+        assert len(log) + len(kern) == len(evs), evs
         by_id = {}
-        for e in evs:
-            assert e["source"] == "log" and e["container"] == "istio-proxy" and e["podUid"] == uid, e
+        for e in log:
+            assert e["container"] == "istio-proxy" and e["podUid"] == uid, e
             assert e["requestId"] not in by_id, f"request {e['requestId']} recorded twice"
             by_id[e["requestId"]] = e
         missing = [rid for rid in answered if rid not in by_id]
@@ -136,18 +143,37 @@ def main():
         assert not extra, f"requests the client never got an answer for are recorded: {extra[:5]}"
         assert set(refused).isdisjoint(by_id), "a refused request has an event"
 
+        # The same requests on the Pod's own sockets (the Pod is in a
+        # capture window from its start): the proxy's inbound leg with the
+        # client's status, and for those the app answered, the proxy's
+        # outbound leg and the app's inbound one.
+        legs = {}
+        for e in kern:
+            key = (e["containerId"], e["direction"], e["requestId"])
+            assert key not in legs, f"kernel leg recorded twice: {e}"
+            legs[key] = e
+        for rid, st in answered.items():
+            e = legs.get((ids["istio-proxy"], "inbound", rid))
+            assert e and e["status"] == st, f"{rid}: proxy's inbound leg {e}, client saw {st}"
+            if st == 200:
+                for key in ((ids["istio-proxy"], "outbound", rid), (ids["app"], "inbound", rid)):
+                    assert legs.get(key, {}).get("status") == 200, f"{rid}: no 200 for {key}: {legs.get(key)}"
+        assert not [k for k in legs if k[2] not in answered], "a kernel leg for a request nobody answered"
+
         # The closed timeline holds them too, valid against the schema.
         doc_path = os.path.join(state, "timelines", "_unknown", f"{uid}.json")
         E.wait_for(lambda: os.path.exists(doc_path), 60, doc_path)
         (doc,) = E.validate_documents([doc_path])
-        in_doc = {e["requestId"]: e["status"] for e in doc["events"] if e["type"] == "http.request"}
+        in_doc = {e["requestId"]: e["status"] for e in doc["events"]
+                  if e["type"] == "http.request" and e["source"] == "log"}
         assert in_doc == answered, (f"timeline: {len(in_doc)} requests, client: {len(answered)}; "
                                     f"differ at {sorted(set(in_doc.items()) ^ set(answered.items()))[:5]}")
         rc = agent.stop(signal.SIGTERM)
         assert rc == 0, f"termlined exited {rc}"
         n503 = sum(1 for s in answered.values() if s == 503)
         print(f"ok ({args.format}): {len(answered)} answered requests recorded with their status "
-              f"({n503} x 503 during termination), {len(refused)} refused ones not")
+              f"({n503} x 503 during termination), {len(refused)} refused ones not; "
+              f"{len(kern)} legs seen on the Pod's sockets")
         return 0
     finally:
         if pod is not None:
