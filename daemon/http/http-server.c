@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <microhttpd.h>
 
+#include "clock.h"
 #include "drain-agent.h"
 #include "export-json.h"
 #include "http-server.h"
@@ -16,13 +19,43 @@
 #include "macro.h"
 
 /* Peer-controlled sizes: the per-connection memory pool bounds the request
- * line plus headers; bodies are never read (read-only API). */
-#define HTTP_CONN_LIMIT 64
+ * line plus headers; bodies are never read (read-only API).
+ *
+ * Anyone on the node network reaches this port, and the kubelet's probes
+ * must still get through (docs/http.md):
+ * - HTTP_CONN_GENERAL connections for everyone, HTTP_PER_IP_LIMIT per
+ *   address, and HTTP_CONN_RESERVED more only for peers whose address is
+ *   one of this host's (the kubelet probing a hostNetwork Pod, a local
+ *   curl): a flood from other addresses cannot take the last slots;
+ * - a request's header must be complete HTTP_HEADER_DEADLINE_S after the
+ *   connection opened or the previous answer went out, however slowly its
+ *   bytes trickle in (MHD's own timeout is reset by every byte);
+ * - idle keep-alive connections go after HTTP_TIMEOUT_S. */
+#define HTTP_CONN_GENERAL 64
+#define HTTP_CONN_RESERVED 8
+#define HTTP_CONN_LIMIT (HTTP_CONN_GENERAL + HTTP_CONN_RESERVED)
 #define HTTP_PER_IP_LIMIT 16
 #define HTTP_CONN_MEMORY (32 * 1024)
 #define HTTP_TIMEOUT_S 30
+#define HTTP_HEADER_DEADLINE_S 10
 #define HTTP_BACKLOG 64
+/* MHD is run at least this often: whatever state it is in (at its
+ * connection limit, its listening socket out of its epoll set), it is
+ * never left waiting for an event that cannot come. */
+#define HTTP_WATCHDOG_MS 1000
+/* The host's addresses are read again at most this often. */
+#define HTTP_LOCAL_ADDRS_MS 10000
+#define HTTP_MAX_LOCAL_ADDRS 64
 #define PREFIX "/v1/timelines"
+
+struct http_conn {
+	struct http_conn *prev, *next;
+	int fd;
+	uint64_t since_ms; /* waiting for a request's header since */
+	bool in_request;
+	bool cut;          /* shut down at its deadline; MHD closes it */
+	bool local;        /* counted against the reserved slots */
+};
 
 struct tl_http {
 	struct MHD_Daemon *mhd;
@@ -34,6 +67,11 @@ struct tl_http {
 	bool (*ready)(void *ud);
 	void *ud;
 	uint16_t port;
+	struct http_conn *conns;
+	unsigned nconns, nlocal;
+	struct sockaddr_storage local[HTTP_MAX_LOCAL_ADDRS];
+	unsigned nlocal_addrs;
+	uint64_t local_read_ms;
 };
 
 static int parse_listen(const char *s, struct sockaddr_storage *ss, bool *v6)
@@ -197,7 +235,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 			      void **con_cls)
 {
 	struct tl_http *h = cls;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct http_conn *c = ci ? ci->socket_context : NULL;
 
+	/* the header is complete: its deadline no longer applies */
+	if (c)
+		c->in_request = true;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed");
 	if (strcmp(url, "/healthz") == 0)
@@ -226,45 +270,179 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	return respond_error(conn, MHD_HTTP_NOT_FOUND, "not found");
 }
 
-static void completed(void *cls, struct MHD_Connection *conn _unused_, void **con_cls,
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		      enum MHD_RequestTerminationCode toe _unused_)
 {
 	struct tl_http *h = cls;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct http_conn *c = ci ? ci->socket_context : NULL;
 
 	tl_drain_agent_http_completed(h->drain, con_cls);
+	/* the next request on a kept-alive connection has its own deadline */
+	if (c) {
+		c->in_request = false;
+		c->since_ms = tl_now_mono_ms();
+	}
 }
 
-/* MHD has no thread of its own: run it when its epoll fd is readable and
- * when its own timeout (idle connections, queued work) expires. */
+static bool same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
+{
+	if (a->sa_family != b->ss_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			      &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+	return false;
+}
+
+static void read_local_addrs(struct tl_http *h, uint64_t now)
+{
+	struct ifaddrs *ifa, *i;
+
+	if (h->local_read_ms && now - h->local_read_ms < HTTP_LOCAL_ADDRS_MS)
+		return;
+	h->local_read_ms = now;
+	if (getifaddrs(&ifa) < 0)
+		return; /* the last list stays */
+	h->nlocal_addrs = 0;
+	for (i = ifa; i && h->nlocal_addrs < HTTP_MAX_LOCAL_ADDRS; i = i->ifa_next) {
+		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET &&
+				     i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		memset(&h->local[h->nlocal_addrs], 0, sizeof(h->local[0]));
+		memcpy(&h->local[h->nlocal_addrs], i->ifa_addr,
+		       i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
+							  sizeof(struct sockaddr_in6));
+		h->nlocal_addrs++;
+	}
+	freeifaddrs(ifa);
+}
+
+/* A peer whose address is one of this host's: the kubelet probing a
+ * hostNetwork Pod connects from the node's address to the node's address. */
+static bool peer_is_local(struct tl_http *h, const struct sockaddr *addr)
+{
+	read_local_addrs(h, tl_now_mono_ms());
+	for (unsigned i = 0; i < h->nlocal_addrs; i++)
+		if (same_addr(addr, &h->local[i]))
+			return true;
+	return false;
+}
+
+static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr,
+				 socklen_t addrlen _unused_)
+{
+	struct tl_http *h = cls;
+
+	if (h->nconns - h->nlocal < HTTP_CONN_GENERAL)
+		return MHD_YES;
+	if (h->nlocal < HTTP_CONN_RESERVED && peer_is_local(h, addr))
+		return MHD_YES;
+	tl_metric_add("termline_http_connections_refused_total", NULL, 1);
+	return MHD_NO;
+}
+
+static void conn_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+		    enum MHD_ConnectionNotificationCode code)
+{
+	struct tl_http *h = cls;
+	struct http_conn *c = *socket_context;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *fi =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ai =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return; /* not tracked: MHD's idle timeout still ends it */
+		c->fd = fi ? fi->connect_fd : -1;
+		c->since_ms = tl_now_mono_ms();
+		/* beyond the general slots only a local peer was let in */
+		c->local = h->nconns - h->nlocal >= HTTP_CONN_GENERAL && ai && ai->client_addr &&
+			   peer_is_local(h, ai->client_addr);
+		c->next = h->conns;
+		if (h->conns)
+			h->conns->prev = c;
+		h->conns = c;
+		h->nconns++;
+		h->nlocal += c->local;
+		*socket_context = c;
+		return;
+	}
+	if (code != MHD_CONNECTION_NOTIFY_CLOSED || !c)
+		return;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	h->nconns--;
+	h->nlocal -= c->local;
+	free(c);
+	*socket_context = NULL;
+}
+
+/* Connections whose header is late are shut down: MHD sees the end of the
+ * stream at its next run and closes them as usual (the fd stays MHD's). */
+static void cut_late_headers(struct tl_http *h)
+{
+	uint64_t now = tl_now_mono_ms();
+
+	for (struct http_conn *c = h->conns; c; c = c->next) {
+		if (c->in_request || c->cut || c->fd < 0 ||
+		    now - c->since_ms < HTTP_HEADER_DEADLINE_S * 1000ull)
+			continue;
+		if (shutdown(c->fd, SHUT_RDWR) == 0 || errno == ENOTCONN) {
+			c->cut = true;
+			tl_metric_add("termline_http_header_timeouts_total", NULL, 1);
+		}
+	}
+}
+
+/* MHD has no thread of its own: run it when its epoll fd is readable, when
+ * its own timeout (idle connections, queued work) expires, and at least
+ * every HTTP_WATCHDOG_MS. MHD puts its listening socket back into its epoll
+ * set only at the start of a run: after the run that freed a slot at the
+ * connection limit nothing called it again, and the server was deaf for
+ * good. So a run that closed connections is followed by another, and the
+ * watchdog catches whatever else. */
 static void reschedule(struct tl_http *h)
 {
-	MHD_UNSIGNED_LONG_LONG ms;
+	MHD_UNSIGNED_LONG_LONG ms = HTTP_WATCHDOG_MS;
 
-	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
-		tl_timer_arm(h->timer, ms ? ms : 1, 0);
-	else
-		tl_timer_disarm(h->timer);
+	if (MHD_get_timeout(h->mhd, &ms) != MHD_YES || ms > HTTP_WATCHDOG_MS)
+		ms = HTTP_WATCHDOG_MS;
+	tl_timer_arm(h->timer, ms ? ms : 1, 0);
+}
+
+static int run(struct tl_http *h)
+{
+	unsigned before = h->nconns;
+	enum MHD_Result r = MHD_run(h->mhd);
+
+	if (r == MHD_YES && h->nconns < before)
+		r = MHD_run(h->mhd);
+	cut_late_headers(h);
+	reschedule(h);
+	return r == MHD_YES ? 0 : -EIO;
 }
 
 static int io_cb(struct tl_loop *loop _unused_, int fd _unused_, uint32_t events _unused_,
 		 void *userdata)
 {
-	struct tl_http *h = userdata;
-
-	if (MHD_run(h->mhd) != MHD_YES) {
-		reschedule(h);
-		return -EIO;
-	}
-	reschedule(h);
-	return 0;
+	return run(userdata);
 }
 
 static void timer_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_, void *userdata)
 {
-	struct tl_http *h = userdata;
-
-	MHD_run(h->mhd);
-	reschedule(h);
+	run(userdata);
 }
 
 /* The drained long-poll resumed connections: they are ready now. */
@@ -302,7 +480,11 @@ int tl_http_new(const struct tl_http_config *cfg, struct tl_loop *loop, struct t
 	h->epfd = -1;
 	if (v6)
 		flags |= MHD_USE_IPv6;
-	h->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
+	tl_metric_describe("termline_http_connections_refused_total", TL_METRIC_COUNTER,
+			   "HTTP connections refused: the general slots were taken");
+	tl_metric_describe("termline_http_header_timeouts_total", TL_METRIC_COUNTER,
+			   "HTTP connections closed because a request header came too slowly");
+	h->mhd = MHD_start_daemon(flags, 0, accept_cb, h, handle, h,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONN_LIMIT,
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_IP_LIMIT,
@@ -310,6 +492,7 @@ int tl_http_new(const struct tl_http_config *cfg, struct tl_loop *loop, struct t
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
 				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)HTTP_BACKLOG,
 				  MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+				  MHD_OPTION_NOTIFY_CONNECTION, conn_cb, h,
 				  MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(err, errlen, "cannot listen on %s (address in use or not local?)", cfg->listen);
