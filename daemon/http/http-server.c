@@ -199,14 +199,30 @@ static enum MHD_Result serve_metrics(struct MHD_Connection *conn)
 	return respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf, len, true);
 }
 
+static ssize_t doc_reader_cb(void *cls, uint64_t pos _unused_, char *buf, size_t max)
+{
+	ssize_t n = tl_doc_read(cls, buf, max);
+
+	if (n == 0)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
+}
+
+static void doc_reader_free_cb(void *cls)
+{
+	tl_doc_reader_free(cls);
+}
+
 static enum MHD_Result serve_timeline(struct tl_http *h, struct MHD_Connection *conn,
 				      const char *rest)
 {
 	char ns[256], name[256];
 	const char *slash = strchr(rest, '/');
 	const char *uid = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "uid");
-	char *doc = NULL;
-	size_t len = 0, nslen;
+	struct tl_doc_reader *reader = NULL;
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	size_t nslen;
 	int r;
 
 	if (!slash || strchr(slash + 1, '/'))
@@ -221,12 +237,29 @@ static enum MHD_Result serve_timeline(struct tl_http *h, struct MHD_Connection *
 		return respond_error(conn, MHD_HTTP_NOT_FOUND, "not found");
 	if (uid && !tl_export_name_ok(uid))
 		return respond_error(conn, MHD_HTTP_BAD_REQUEST, "bad uid");
-	r = tl_timelines_get(h->t, ns, name, uid, &doc, &len);
+	/* Streamed as the client reads (64 KiB per callback) from a snapshot
+	 * or the document's file: a GET never serializes a whole timeline on
+	 * the loop, and a slow reader holds one compact copy, not the text. */
+	r = tl_timelines_open_doc(h->t, ns, name, uid, &reader);
 	if (r == -ENOENT)
 		return respond_error(conn, MHD_HTTP_NOT_FOUND, "no such timeline");
+	if (r == -EBUSY)
+		return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "too many documents being served");
 	if (r < 0)
 		return respond_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "timeline unavailable");
-	return respond(conn, MHD_HTTP_OK, "application/json", doc, len, true);
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, doc_reader_cb, reader,
+						 doc_reader_free_cb);
+	if (!resp) {
+		tl_doc_reader_free(reader);
+		return MHD_NO;
+	}
+	if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") == MHD_NO) {
+		MHD_destroy_response(resp);
+		return MHD_NO;
+	}
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return ret;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,

@@ -10,6 +10,14 @@
 
 #include "export-json.h"
 
+bool tl_export_is_temp(const char *file)
+{
+	size_t n = strlen(file), p = strlen(TL_EXPORT_TMP_PREFIX), x = strlen(TL_EXPORT_TMP_SUFFIX);
+
+	return n == p + 6 + x && strncmp(file, TL_EXPORT_TMP_PREFIX, p) == 0 &&
+	       strcmp(file + n - x, TL_EXPORT_TMP_SUFFIX) == 0;
+}
+
 bool tl_export_name_ok(const char *s)
 {
 	size_t n;
@@ -38,8 +46,14 @@ int tl_export_doc_location(const char *ns, const char *name, const char *uid, ch
 		return -EINVAL;
 	/* "_unknown" cannot collide with a real namespace: DNS labels have no '_'. */
 	if (tl_export_name_ok(ns) && tl_export_name_ok(name)) {
+		/* A Pod name may have 253 bytes: with "_", the UID and ".json"
+		 * that passes NAME_MAX (255). The name is then cut in the file
+		 * name only; the document itself says the whole name, and the
+		 * index is built from documents, not file names. */
+		int keep = (int)(TL_EXPORT_FILE_MAX - 1 - strlen(uid) - 5);
+
 		a = snprintf(dir, dirlen, "%s", ns);
-		b = snprintf(file, filelen, "%s_%s.json", name, uid);
+		b = snprintf(file, filelen, "%.*s_%s.json", keep, name, uid);
 	} else {
 		a = snprintf(dir, dirlen, "%s", TL_UNKNOWN_NS);
 		b = snprintf(file, filelen, "%s.json", uid);
@@ -137,13 +151,16 @@ int tl_export_write_atomic(const char *dir, const char *file, const char *data, 
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	n = snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, file);
+	/* A short temp name of its own shape (TL_EXPORT_TMP_PREFIX...
+	 * TL_EXPORT_TMP_SUFFIX): derived from FILE it passed NAME_MAX for long
+	 * Pod names, and a Pod named ".x" looked like a temp file. */
+	n = snprintf(tmp, sizeof(tmp), "%s/" TL_EXPORT_TMP_PREFIX "XXXXXX" TL_EXPORT_TMP_SUFFIX, dir);
 	if (n < 0 || (size_t)n >= sizeof(tmp))
 		return -ENAMETOOLONG;
 	n = snprintf(dst, sizeof(dst), "%s/%s", dir, file);
 	if (n < 0 || (size_t)n >= sizeof(dst))
 		return -ENAMETOOLONG;
-	fd = mkostemp(tmp, O_CLOEXEC);
+	fd = mkostemps(tmp, (int)strlen(TL_EXPORT_TMP_SUFFIX), O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	r = write_all(fd, data, len);

@@ -16,9 +16,18 @@
  * UIDs all pass. */
 bool tl_export_name_ok(const char *s);
 
+/* Longest file name (NAME_MAX). */
+#define TL_EXPORT_FILE_MAX 255
+/* Temp files of tl_export_write_atomic: ".tl-XXXXXX.tmp". Documents end in
+ * ".json", so no document name has this shape. */
+#define TL_EXPORT_TMP_PREFIX ".tl-"
+#define TL_EXPORT_TMP_SUFFIX ".tmp"
+bool tl_export_is_temp(const char *file);
+
 /* Directory (relative to STATE/timelines) and file name of a document:
- * "NS" + "NAME_UID.json", or "_unknown" + "UID.json" when ns or name is
- * NULL or unusable. -ENAMETOOLONG if the buffers are short. */
+ * "NS" + "NAME_UID.json" (NAME cut so the file name fits NAME_MAX), or
+ * "_unknown" + "UID.json" when ns or name is NULL or unusable.
+ * -ENAMETOOLONG if the buffers are short. */
 int tl_export_doc_location(const char *ns, const char *name, const char *uid, char *dir,
 			   size_t dirlen, char *file, size_t filelen);
 

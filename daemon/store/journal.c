@@ -7,78 +7,196 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "journal.h"
+#include "tl-buf.h"
+
+struct tl_jpool {
+	unsigned max_open, n_open;
+	struct tl_journal *lru_head, *lru_tail; /* open journals, most recent first */
+};
 
 struct tl_journal {
+	struct tl_jpool *pool;
+	struct tl_journal *prev, *next; /* in the pool's LRU while fd >= 0 */
 	int fd;
 	char path[PATH_MAX];
 	uint64_t bytes;
 	bool dirty;
 };
 
-static int journal_path(const char *dir, const char *name, char *buf, size_t len)
+static int journal_path(const char *dir, const char *name, const char *ext, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s/%s.jsonl", dir, name);
+	int n = snprintf(buf, len, "%s/%s%s", dir, name, ext);
 
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
 }
 
-/* Offset just past the last '\n' of fd (0 when there is none). */
-static int last_line_end(int fd, off_t size, off_t *ret)
+int tl_jpool_new(unsigned max_open, struct tl_jpool **ret)
 {
-	char buf[4096];
-	off_t pos = size;
+	struct tl_jpool *p = calloc(1, sizeof(*p));
 
-	while (pos > 0) {
-		size_t chunk = pos > (off_t)sizeof(buf) ? sizeof(buf) : (size_t)pos;
-		ssize_t n = pread(fd, buf, chunk, pos - (off_t)chunk);
+	if (!p)
+		return -ENOMEM;
+	p->max_open = max_open ? max_open : 1;
+	*ret = p;
+	return 0;
+}
+
+void tl_jpool_free(struct tl_jpool *p)
+{
+	free(p);
+}
+
+unsigned tl_jpool_open_fds(const struct tl_jpool *p)
+{
+	return p ? p->n_open : 0;
+}
+
+static void lru_unlink(struct tl_journal *j)
+{
+	struct tl_jpool *p = j->pool;
+
+	if (j->prev)
+		j->prev->next = j->next;
+	else
+		p->lru_head = j->next;
+	if (j->next)
+		j->next->prev = j->prev;
+	else
+		p->lru_tail = j->prev;
+	j->prev = j->next = NULL;
+}
+
+static void lru_push(struct tl_journal *j)
+{
+	struct tl_jpool *p = j->pool;
+
+	j->prev = NULL;
+	j->next = p->lru_head;
+	if (p->lru_head)
+		p->lru_head->prev = j;
+	p->lru_head = j;
+	if (!p->lru_tail)
+		p->lru_tail = j;
+}
+
+/* Gives up j's descriptor (synced first: a closed journal has nothing
+ * pending). */
+static int fd_release(struct tl_journal *j)
+{
+	int r = 0;
+
+	if (j->fd < 0)
+		return 0;
+	if (j->dirty && fdatasync(j->fd) < 0)
+		r = -errno;
+	else
+		j->dirty = false;
+	close(j->fd);
+	j->fd = -1;
+	lru_unlink(j);
+	j->pool->n_open--;
+	return r;
+}
+
+static int fd_acquire(struct tl_journal *j)
+{
+	struct tl_jpool *p = j->pool;
+
+	if (j->fd >= 0) {
+		if (p->lru_head != j) {
+			lru_unlink(j);
+			lru_push(j);
+		}
+		return 0;
+	}
+	while (p->n_open >= p->max_open && p->lru_tail)
+		fd_release(p->lru_tail);
+	j->fd = open(j->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (j->fd < 0)
+		return -errno;
+	p->n_open++;
+	lru_push(j);
+	return 0;
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+void tl_journal_frame(struct tl_buf *out, const void *body, size_t len)
+{
+	uint8_t h[8];
+
+	put_le32(h, (uint32_t)len);
+	put_le32(h + 4, (uint32_t)crc32(0L, body, (uInt)len));
+	tl_buf_add(out, h, 8);
+	tl_buf_add(out, body, len);
+}
+
+/* Offset just past the last whole frame of fd. */
+static int whole_frames_end(int fd, off_t size, off_t *ret)
+{
+	uint8_t h[8];
+	off_t pos = 0;
+
+	while (pos + 8 <= size) {
+		ssize_t n = pread(fd, h, 8, pos);
+		uint32_t len;
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		if ((size_t)n != chunk)
-			return -EIO;
-		for (size_t i = chunk; i > 0; i--) {
-			if (buf[i - 1] == '\n') {
-				*ret = pos - (off_t)chunk + (off_t)i;
-				return 0;
-			}
-		}
-		pos -= (off_t)chunk;
+		if (n != 8)
+			break;
+		len = get_le32(h);
+		if (len > TL_JOURNAL_FRAME_MAX || pos + 8 + (off_t)len > size)
+			break;
+		pos += 8 + (off_t)len;
 	}
-	*ret = 0;
+	*ret = pos;
 	return 0;
 }
 
-int tl_journal_open(const char *dir, const char *name, struct tl_journal **ret)
+int tl_journal_open(struct tl_jpool *pool, const char *dir, const char *name,
+		    struct tl_journal **ret)
 {
 	struct tl_journal *j;
 	struct stat st;
-	off_t end;
+	off_t end = 0;
 	int r;
 
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
+	j->pool = pool;
 	j->fd = -1;
-	r = journal_path(dir, name, j->path, sizeof(j->path));
+	r = journal_path(dir, name, TL_JOURNAL_EXT, j->path, sizeof(j->path));
 	if (r < 0)
 		goto fail;
-	j->fd = open(j->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (j->fd < 0) {
-		r = -errno;
+	r = fd_acquire(j);
+	if (r < 0)
 		goto fail;
-	}
 	if (fstat(j->fd, &st) < 0) {
 		r = -errno;
 		goto fail;
 	}
-	r = last_line_end(j->fd, st.st_size, &end);
+	r = whole_frames_end(j->fd, st.st_size, &end);
 	if (r < 0)
 		goto fail;
 	if (end != st.st_size && ftruncate(j->fd, end) < 0) {
@@ -89,51 +207,40 @@ int tl_journal_open(const char *dir, const char *name, struct tl_journal **ret)
 	*ret = j;
 	return 0;
 fail:
-	if (j->fd >= 0)
-		close(j->fd);
-	free(j);
+	tl_journal_close(j);
 	return r;
 }
 
-int tl_journal_append(struct tl_journal *j, struct json_object *rec)
+static int write_all(int fd, const uint8_t *p, size_t len, size_t *done)
 {
-	const char *s;
-	size_t len, done = 0;
-	char *line;
-	int r = 0;
-
-	s = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (!s)
-		return -ENOMEM;
-	len = strlen(s);
-	if (len + 1 > TL_JOURNAL_RECORD_MAX)
-		return -E2BIG;
-	line = malloc(len + 1);
-	if (!line)
-		return -ENOMEM;
-	memcpy(line, s, len);
-	line[len] = '\n';
-	len++;
-	while (done < len) {
-		ssize_t n = write(j->fd, line + done, len - done);
+	*done = 0;
+	while (*done < len) {
+		ssize_t n = write(fd, p + *done, len - *done);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			r = -errno;
-			break;
+			return -errno;
 		}
-		if (n == 0) {
-			r = -EIO;
-			break;
-		}
-		done += (size_t)n;
+		if (n == 0)
+			return -EIO;
+		*done += (size_t)n;
 	}
-	free(line);
+	return 0;
+}
+
+int tl_journal_append_raw(struct tl_journal *j, const void *frames, size_t len)
+{
+	size_t done;
+	int r;
+
+	r = fd_acquire(j);
+	if (r < 0)
+		return r;
+	r = write_all(j->fd, frames, len, &done);
 	if (r < 0 && done > 0) {
-		/* A partial record (ENOSPC mid-write) would glue itself to the
-		 * next one; cut it off. If that fails too, the replay skips the
-		 * torn line anyway. */
+		/* A partial frame (ENOSPC mid-write) is cut off; if that fails
+		 * too, the replay stops at it (its CRC or length is wrong). */
 		if (ftruncate(j->fd, (off_t)j->bytes) < 0)
 			j->bytes += done;
 	} else if (r == 0) {
@@ -143,9 +250,64 @@ int tl_journal_append(struct tl_journal *j, struct json_object *rec)
 	return r;
 }
 
+int tl_journal_append(struct tl_journal *j, const void *body, size_t len)
+{
+	uint8_t stackbuf[512];
+	struct tl_buf b;
+	int r;
+
+	if (len > TL_JOURNAL_FRAME_MAX)
+		return -E2BIG;
+	if (len + 8 <= sizeof(stackbuf)) {
+		put_le32(stackbuf, (uint32_t)len);
+		put_le32(stackbuf + 4, (uint32_t)crc32(0L, body, (uInt)len));
+		memcpy(stackbuf + 8, body, len);
+		return tl_journal_append_raw(j, stackbuf, len + 8);
+	}
+	tl_buf_init(&b, 0);
+	tl_journal_frame(&b, body, len);
+	r = b.err ? b.err : tl_journal_append_raw(j, b.p, b.len);
+	tl_buf_free(&b);
+	return r;
+}
+
+int tl_journal_rewrite(struct tl_journal *j, const void *frames, size_t len)
+{
+	char tmp[PATH_MAX + 8];
+	size_t done;
+	int fd, r;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.new", j->path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, frames, len, &done);
+	if (r == 0 && fdatasync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, j->path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return r;
+	}
+	/* The old descriptor points at the replaced file. */
+	j->dirty = false;
+	if (j->fd >= 0) {
+		close(j->fd);
+		j->fd = -1;
+		lru_unlink(j);
+		j->pool->n_open--;
+	}
+	j->bytes = len;
+	return 0;
+}
+
 int tl_journal_sync(struct tl_journal *j)
 {
-	if (!j || !j->dirty)
+	if (!j || !j->dirty || j->fd < 0)
 		return 0;
 	if (fdatasync(j->fd) < 0)
 		return -errno;
@@ -158,12 +320,16 @@ uint64_t tl_journal_bytes(const struct tl_journal *j)
 	return j ? j->bytes : 0;
 }
 
+const char *tl_journal_path(const struct tl_journal *j)
+{
+	return j->path;
+}
+
 void tl_journal_close(struct tl_journal *j)
 {
 	if (!j)
 		return;
-	if (j->fd >= 0)
-		close(j->fd);
+	fd_release(j);
 	free(j);
 }
 
@@ -175,9 +341,77 @@ int tl_journal_remove(struct tl_journal *j)
 		return 0;
 	if (unlink(j->path) < 0 && errno != ENOENT)
 		r = -errno;
+	j->dirty = false;
 	tl_journal_close(j);
 	return r;
 }
+
+int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb, void *userdata,
+		      uint64_t *ret_bad)
+{
+	char path[PATH_MAX];
+	uint8_t *data = NULL;
+	uint64_t bad = 0;
+	struct stat st;
+	size_t pos = 0, size;
+	ssize_t n;
+	int fd, r = 0;
+
+	r = journal_path(dir, name, TL_JOURNAL_EXT, path, sizeof(path));
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	/* Compaction keeps a journal near the size of its timeline's state
+	 * (a few MB at the event cap): reading it whole is bounded. */
+	size = (size_t)st.st_size;
+	data = malloc(size ? size : 1);
+	if (!data) {
+		r = -ENOMEM;
+		goto out;
+	}
+	while (pos < size) {
+		n = pread(fd, data + pos, size - pos, (off_t)pos);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EIO;
+			goto out;
+		}
+		pos += (size_t)n;
+	}
+	pos = 0;
+	while (pos + 8 <= size) {
+		uint32_t len = get_le32(data + pos), crc = get_le32(data + pos + 4);
+
+		if (len > TL_JOURNAL_FRAME_MAX || pos + 8 + len > size)
+			break;
+		if ((uint32_t)crc32(0L, data + pos + 8, len) != crc) {
+			bad++;
+		} else {
+			r = cb(userdata, data + pos + 8, len);
+			if (r < 0)
+				goto out;
+		}
+		pos += 8 + len;
+	}
+	if (pos < size)
+		bad++; /* torn tail */
+	r = 0;
+out:
+	free(data);
+	close(fd);
+	if (r == 0 && ret_bad)
+		*ret_bad = bad;
+	return r;
+}
+
+/* ---- the previous format ---- */
 
 static int replay_line(char *line, size_t len, tl_journal_record_cb cb, void *userdata,
 		       uint64_t *bad)
@@ -204,8 +438,8 @@ static int replay_line(char *line, size_t len, tl_journal_record_cb cb, void *us
 	return r;
 }
 
-int tl_journal_replay(const char *dir, const char *name, tl_journal_record_cb cb, void *userdata,
-		      uint64_t *ret_bad)
+int tl_journal_replay_jsonl(const char *dir, const char *name, tl_journal_record_cb cb,
+			    void *userdata, uint64_t *ret_bad)
 {
 	char path[PATH_MAX];
 	char *line = NULL;
@@ -215,7 +449,7 @@ int tl_journal_replay(const char *dir, const char *name, tl_journal_record_cb cb
 	FILE *f;
 	int c, r;
 
-	r = journal_path(dir, name, path, sizeof(path));
+	r = journal_path(dir, name, TL_JOURNAL_LEGACY_EXT, path, sizeof(path));
 	if (r < 0)
 		return r;
 	f = fopen(path, "re");

@@ -5,33 +5,68 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-/* Append-only journal of one open timeline: one JSON record per line in
- * DIR/UID.jsonl. Records are written with write(2) as they happen, so a
- * killed agent loses nothing already appended; fsync is batched by the
- * caller (tl_journal_sync) for power loss. */
+/* Append-only journal of one open timeline, DIR/UID.tlj: binary frames
+ * (docs/journal-format.md)
+ *
+ *   frame := u32 length (LE, of body) | u32 crc32 (LE, zlib, of body) | body
+ *
+ * written with write(2) as they happen, so a killed agent loses nothing
+ * already appended; fsync is batched by the caller (tl_journal_sync).
+ * What a body holds is the store's business (timeline.c).
+ *
+ * No descriptor per timeline: journals share a pool of at most max_open
+ * open files; the least recently written one is synced and closed when
+ * another needs its slot. */
+#define TL_JOURNAL_EXT ".tlj"
+#define TL_JOURNAL_FRAME_MAX (1024 * 1024)
+/* The previous format (one JSON record per line, DIR/UID.jsonl): replayed
+ * once after an upgrade, then rewritten in the binary form. */
+#define TL_JOURNAL_LEGACY_EXT ".jsonl"
 #define TL_JOURNAL_RECORD_MAX (1024 * 1024)
 
+struct tl_jpool;
 struct tl_journal;
 
-/* Opens (creating) DIR/NAME.jsonl for appending. A torn last line (the
- * agent died inside a write) is cut off first so new records start on a
- * line of their own. */
-int tl_journal_open(const char *dir, const char *name, struct tl_journal **ret);
-/* Appends rec as one line. -errno (ENOSPC, EIO, ...) on failure; a short
- * write is rolled back so the file stays line-aligned where possible. */
-int tl_journal_append(struct tl_journal *j, struct json_object *rec);
+int tl_jpool_new(unsigned max_open, struct tl_jpool **ret);
+/* Journals must be closed first. Accepts NULL. */
+void tl_jpool_free(struct tl_jpool *p);
+unsigned tl_jpool_open_fds(const struct tl_jpool *p);
+
+/* DIR/NAME.tlj, created if missing. A torn last frame (the agent died
+ * inside a write) is cut off first so new frames follow whole ones. */
+int tl_journal_open(struct tl_jpool *pool, const char *dir, const char *name,
+		    struct tl_journal **ret);
+/* Appends one frame around body. -errno (ENOSPC, EIO, ...); a short write
+ * is rolled back so the file stays frame-aligned where possible. */
+int tl_journal_append(struct tl_journal *j, const void *body, size_t len);
+/* Appends frame headers + bodies already built with tl_journal_frame(). */
+int tl_journal_append_raw(struct tl_journal *j, const void *frames, size_t len);
+/* Replaces the whole file with frames (already framed), atomically
+ * (temp file, fsync, rename): compaction. */
+int tl_journal_rewrite(struct tl_journal *j, const void *frames, size_t len);
 /* fsync if anything was appended since the last sync. */
 int tl_journal_sync(struct tl_journal *j);
 uint64_t tl_journal_bytes(const struct tl_journal *j);
-/* Closes the fd; accepts NULL. */
+const char *tl_journal_path(const struct tl_journal *j);
+/* Closes; accepts NULL. */
 void tl_journal_close(struct tl_journal *j);
 /* Closes and deletes the file (the timeline was written out). */
 int tl_journal_remove(struct tl_journal *j);
 
-/* Calls cb for every well-formed record of DIR/NAME.jsonl in order; lines
- * that do not parse (torn, corrupt, longer than TL_JOURNAL_RECORD_MAX) are
- * skipped and counted in *ret_bad. A negative return of cb stops the replay
- * and is returned. */
-typedef int (*tl_journal_record_cb)(void *userdata, struct json_object *rec);
-int tl_journal_replay(const char *dir, const char *name, tl_journal_record_cb cb, void *userdata,
+/* Frames a body into out (a struct tl_buf). */
+struct tl_buf;
+void tl_journal_frame(struct tl_buf *out, const void *body, size_t len);
+
+/* Calls cb for every frame of DIR/NAME.tlj whose CRC matches, in order.
+ * Frames with a bad CRC are skipped and counted in *ret_bad; a length that
+ * runs past the end (torn tail) ends the replay (counted too). A negative
+ * return of cb stops the replay and is returned. */
+typedef int (*tl_journal_frame_cb)(void *userdata, const uint8_t *body, size_t len);
+int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb, void *userdata,
 		      uint64_t *ret_bad);
+
+/* The previous format: every well-formed JSON line of DIR/NAME.jsonl;
+ * lines that do not parse are skipped and counted. */
+typedef int (*tl_journal_record_cb)(void *userdata, struct json_object *rec);
+int tl_journal_replay_jsonl(const char *dir, const char *name, tl_journal_record_cb cb,
+			    void *userdata, uint64_t *ret_bad);

@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <json-c/json.h>
 
 #include "event.h"
@@ -56,6 +57,10 @@ struct tl_timelines_config {
 	uint64_t retention_bytes; /* closed documents; 0 = unlimited */
 	uint32_t retention_hours; /* 0 = unlimited */
 	uint32_t fsync_ms;        /* journal fsync batching; 0 = default 200 */
+	uint32_t max_open;        /* open timelines at most; 0 = default 1024. Past it,
+				   * new Pods are refused and counted
+				   * (termline_timelines_refused_total). */
+	uint32_t journal_fds;     /* journal files held open at once; 0 = default 64 */
 	struct tl_recorder recorder;
 	/* tl_timelines_free() waits this long for documents still being
 	 * written; 0 = default 5000. A writer still running then is killed and
@@ -103,8 +108,28 @@ int tl_timelines_retention_run(struct tl_timelines *t);
 /* {"timelines":[{"namespace","name","uid","state","events","findings"}]}. */
 int tl_timelines_list(struct tl_timelines *t, struct json_object **ret);
 /* The newest timeline of namespace/name (uid: that one; NULL = newest) as a
- * serialized document in *ret (malloc'd, caller frees). -ENOENT unknown. */
+ * serialized document in *ret (malloc'd, caller frees). -ENOENT unknown.
+ * Builds the whole document: for tests and tools; the HTTP server streams
+ * with tl_timelines_open_doc. */
 int tl_timelines_get(struct tl_timelines *t, const char *ns, const char *name, const char *uid,
 		     char **ret, size_t *ret_len);
 
+/* Serving a document without blocking the loop or holding it whole: an
+ * open timeline is copied in its compact form (a memcpy, ~1 ms at 40k
+ * events) and written in 64 KiB chunks as the client reads; a closed one
+ * is read from its file. At most 16 readers at once: -EBUSY past that
+ * (answer 503), -ENOENT unknown. The reader must be freed before the
+ * store. */
+struct tl_doc_reader;
+int tl_timelines_open_doc(struct tl_timelines *t, const char *ns, const char *name,
+			  const char *uid, struct tl_doc_reader **ret);
+/* Up to max bytes of the document into buf: > 0 bytes, 0 at the end, or
+ * -errno. */
+ssize_t tl_doc_read(struct tl_doc_reader *r, char *buf, size_t max);
+void tl_doc_reader_free(struct tl_doc_reader *r); /* accepts NULL */
+
 size_t tl_timelines_open_count(const struct tl_timelines *t);
+/* Pods refused since start because max_open timelines were open. */
+uint64_t tl_timelines_refused(const struct tl_timelines *t);
+/* Heap bytes held by open timelines (bench-timeline's figure). */
+size_t tl_timelines_memory(const struct tl_timelines *t);

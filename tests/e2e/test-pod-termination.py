@@ -201,17 +201,18 @@ def canon(e):
 
 
 def journal_events(path):
-    """The events of a timeline journal (complete lines of kind "ev")."""
+    """The events of a timeline journal (binary frames, docs/journal-format.md),
+    as termline-journal prints them: one {"k":"ev","e":{...}} line each."""
     out = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for ln in f:
-                if ln.endswith("\n"):
-                    rec = json.loads(ln)
-                    if rec.get("k") == "ev":
-                        out.append(rec["e"])
-    except FileNotFoundError:
-        pass
+    if not os.path.exists(path):
+        return out
+    tool = os.path.join(os.environ.get("TERMLINE_BUILD_ROOT", "build"), "daemon", "store",
+                        "termline-journal")
+    res = subprocess.run([tool, path], capture_output=True, text=True, check=False)
+    for ln in res.stdout.splitlines():
+        rec = json.loads(ln)
+        if rec.get("k") == "ev":
+            out.append(rec["e"])
     return out
 
 
@@ -401,7 +402,7 @@ def run(crash):
         term_cmd = [E.SIMPOD, "--state-dir", simstate, "terminate", "--grace", str(GRACE), "--prestop-seconds", "1"]
         term_proc = subprocess.Popen(term_cmd, stdout=subprocess.PIPE, text=True)
         pids = {c["name"]: c["pid"] for c in pod["containers"]}
-        journal = os.path.join(state, "journal", f"{uid}.jsonl")
+        journal = os.path.join(state, "journal", f"{uid}.tlj")
         if crash:
             # SIGTERM is out to both containers: hold the kubelet before its
             # SIGKILL, let the API side reach Ready=False and serving=false,

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The timeline document (schema/timeline.schema.json, docs/timeline-format.md)
+ * written from a timeline's compact state: the events through the one
+ * encoder of event.c, the rest through json-c (small). Written in chunks,
+ * so a GET streams it and never holds it whole. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "export-json.h"
+#include "store-int.h"
+
+#define MAX_FINDING_REQUEST_IDS 100
+
+const char *state_meta_str(const struct tl_state *s, const char *key)
+{
+	struct json_object *p, *v;
+
+	if (!s->meta || !json_object_object_get_ex(s->meta, "pod", &p) ||
+	    !json_object_is_type(p, json_type_object) || !json_object_object_get_ex(p, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static void ctr_strings(const struct tl_state *s, uint16_t ctr, struct tl_event *ev)
+{
+	const char *id, *name;
+
+	ev->container_id[0] = '\0';
+	ev->container[0] = '\0';
+	if (ctr == NO_CTR || ctr >= s->n_ctrs)
+		return;
+	id = tl_strtab_get(s->strs, s->ctrs[ctr].id_s, NULL);
+	name = tl_strtab_get(s->strs, s->ctrs[ctr].name_s, NULL);
+	if (id)
+		snprintf(ev->container_id, sizeof(ev->container_id), "%s", id);
+	if (name)
+		snprintf(ev->container, sizeof(ev->container), "%s", name);
+	ev->cgroup_id = s->ctrs[ctr].cgroup_id;
+}
+
+int state_event(const struct tl_state *s, size_t i, struct tl_event *ev)
+{
+	const struct entry *e = &s->ev[i];
+
+	if (e->ref & AGG_REF) {
+		const struct agg *a = &s->aggs[e->ref & ~AGG_REF];
+		const char *type = tl_kind_name((enum tl_kind)a->kind);
+
+		tl_event_init_kind(ev, TL_KIND_EVENTS_AGGREGATED, (enum tl_source)a->source, e->time_ns);
+		ctr_strings(s, a->ctr, ev);
+		tl_event_set_s(ev, TL_F_AGG_TYPE, type, strlen(type));
+		tl_event_set_i(ev, TL_F_AGG_INTERVAL_MS, a->interval_ms);
+		tl_event_set_i(ev, TL_F_AGG_COUNT, (int64_t)a->count);
+		if (a->kind == TL_KIND_HTTP_REQUEST)
+			tl_event_set_i(ev, TL_F_AGG_FAILED, (int64_t)a->failed);
+		return 0;
+	} else {
+		const struct rec_hdr *h = (const struct rec_hdr *)(s->arena + e->ref);
+
+		if (tl_event_init_kind(ev, (enum tl_kind)h->kind, (enum tl_source)h->source,
+				       e->time_ns) < 0)
+			return -EINVAL;
+		ctr_strings(s, h->ctr, ev);
+		return tl_event_unpack(ev, (const uint8_t *)(h + 1), h->len, h->flags, s->strs);
+	}
+}
+
+static struct json_object *str_or_null(const char *s)
+{
+	return s && *s ? json_object_new_string(s) : NULL;
+}
+
+static bool container_id_matches(const char *full, const char *bare)
+{
+	const char *p = strstr(full, "://");
+
+	return strcmp(p ? p + 3 : full, bare) == 0;
+}
+
+/* Distinct container ids the events name, with the first name and cgroup
+ * seen for each. */
+struct seen {
+	const char *id, *name;
+	uint64_t cgroup_id;
+	bool used;
+};
+
+static size_t seen_containers(const struct tl_state *s, struct seen *out, size_t max)
+{
+	size_t n = 0;
+
+	for (uint32_t c = 0; c < s->n_ctrs; c++) {
+		const char *id = tl_strtab_get(s->strs, s->ctrs[c].id_s, NULL);
+		const char *name = tl_strtab_get(s->strs, s->ctrs[c].name_s, NULL);
+		size_t k;
+
+		if (!id || !*id)
+			continue;
+		for (k = 0; k < n; k++)
+			if (strcmp(out[k].id, id) == 0)
+				break;
+		if (k == n) {
+			if (n == max)
+				continue;
+			out[n++] = (struct seen){ .id = id };
+		}
+		if (name && *name && !out[k].name)
+			out[k].name = name;
+		if (s->ctrs[c].cgroup_id && !out[k].cgroup_id)
+			out[k].cgroup_id = s->ctrs[c].cgroup_id;
+	}
+	return n;
+}
+
+static struct json_object *build_containers(const struct tl_state *s)
+{
+	struct json_object *arr = json_object_new_array(), *mc = NULL;
+	struct seen seen[64];
+	size_t n_seen = seen_containers(s, seen, 64);
+
+	if (!arr)
+		return NULL;
+	if (s->meta && json_object_object_get_ex(s->meta, "containers", &mc) &&
+	    json_object_is_type(mc, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(mc); i++) {
+			struct json_object *c = json_object_array_get_idx(mc, i), *o, *v;
+			const char *id = NULL, *role = NULL;
+			int64_t cg = 0;
+
+			if (!json_object_is_type(c, json_type_object))
+				continue;
+			o = json_object_new_object();
+			if (!o)
+				break;
+			v = NULL;
+			json_object_object_get_ex(c, "name", &v);
+			json_object_object_add(o, "name", json_object_is_type(v, json_type_string) ?
+								  str_or_null(json_object_get_string(v)) : NULL);
+			if (json_object_object_get_ex(c, "containerID", &v) &&
+			    json_object_is_type(v, json_type_string))
+				id = json_object_get_string(v);
+			json_object_object_add(o, "containerID", str_or_null(id));
+			if (json_object_object_get_ex(c, "role", &v) && json_object_is_type(v, json_type_string)) {
+				role = json_object_get_string(v);
+				if (strcmp(role, "main") != 0 && strcmp(role, "sidecar") != 0 &&
+				    strcmp(role, "init") != 0)
+					role = NULL;
+			}
+			json_object_object_add(o, "role", str_or_null(role));
+			if (json_object_object_get_ex(c, "cgroupId", &v) && json_object_is_type(v, json_type_int) &&
+			    json_object_get_int64(v) > 0)
+				cg = json_object_get_int64(v);
+			for (size_t k = 0; id && *id && k < n_seen; k++) {
+				if (container_id_matches(id, seen[k].id)) {
+					seen[k].used = true;
+					if (!cg)
+						cg = (int64_t)seen[k].cgroup_id;
+				}
+			}
+			json_object_object_add(o, "cgroupId", json_object_new_int64(cg));
+			json_object_array_add(arr, o);
+		}
+	}
+	/* Containers only the kernel side knows (--no-api, or metadata late). */
+	for (size_t k = 0; k < n_seen; k++) {
+		struct json_object *o;
+
+		if (seen[k].used)
+			continue;
+		o = json_object_new_object();
+		if (!o)
+			break;
+		json_object_object_add(o, "name", str_or_null(seen[k].name));
+		json_object_object_add(o, "containerID", json_object_new_string(seen[k].id));
+		json_object_object_add(o, "role", NULL);
+		json_object_object_add(o, "cgroupId", json_object_new_int64((int64_t)seen[k].cgroup_id));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static struct json_object *new_finding(const char *rule, const char *severity, const char *summary,
+				       struct json_object *ids)
+{
+	struct json_object *f = json_object_new_object();
+
+	if (!f) {
+		json_object_put(ids);
+		return NULL;
+	}
+	json_object_object_add(f, "rule", json_object_new_string(rule));
+	json_object_object_add(f, "severity", json_object_new_string(severity));
+	json_object_object_add(f, "summary", json_object_new_string(summary));
+	json_object_object_add(f, "requestIds", ids ? ids : json_object_new_array());
+	return f;
+}
+
+static uint8_t entry_kind(const struct tl_state *s, size_t i)
+{
+	const struct entry *e = &s->ev[i];
+
+	if (e->ref & AGG_REF)
+		return TL_KIND_EVENTS_AGGREGATED;
+	return ((const struct rec_hdr *)(s->arena + e->ref))->kind;
+}
+
+/* Two rules that need nothing but the timeline itself:
+ * - sigterm-ignored: a stop signal the target dropped (PID 1 without a
+ *   handler), so the container only ends at SIGKILL after the grace period;
+ * - requests-failed-during-termination: HTTP requests without a response or
+ *   with a 5xx after the deletion was requested. */
+struct json_object *document_findings(const struct tl_state *s)
+{
+	struct json_object *arr = json_object_new_array(), *ids = NULL;
+	int64_t deletion_ns = INT64_MAX;
+	static struct tl_event ev; /* one thread; 5 KB off the stack */
+	uint64_t failed = 0;
+	char summary[512];
+
+	if (!arr)
+		return NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		uint8_t kind = entry_kind(s, i);
+		int64_t v, pid;
+
+		if (kind == TL_KIND_POD_DELETION_REQUESTED && deletion_ns == INT64_MAX)
+			deletion_ns = s->ev[i].time_ns;
+		if (kind == TL_KIND_PROCESS_SIGNAL) {
+			const char *comm;
+
+			if (state_event(s, i, &ev) < 0)
+				continue;
+			if (tl_event_get_i(&ev, TL_F_SIG_SIGNO, &v) && v == SIGTERM &&
+			    tl_event_get_i(&ev, TL_F_SIG_RESULT, &v) && v == 1 /* ignored */) {
+				comm = tl_event_get_s(&ev, TL_F_SIG_COMM);
+				if (!tl_event_get_i(&ev, TL_F_SIG_PID, &pid))
+					pid = 0;
+				snprintf(summary, sizeof(summary),
+					 "SIGTERM to %s (pid %lld) in container %s was ignored: it only stops at SIGKILL when the grace period ends",
+					 comm ? comm : "?", (long long)pid, ev.container[0] ? ev.container : "?");
+				json_object_array_add(arr, new_finding("sigterm-ignored", "warning", summary, NULL));
+			}
+			tl_event_clear(&ev);
+		} else if (s->ev[i].time_ns >= deletion_ns && kind == TL_KIND_HTTP_REQUEST) {
+			const char *rid;
+
+			if (state_event(s, i, &ev) < 0)
+				continue;
+			if (!tl_event_get_i(&ev, TL_F_HTTP_STATUS, &v))
+				v = -1;
+			if (v != 0 && v < 500) {
+				tl_event_clear(&ev);
+				continue;
+			}
+			failed++;
+			if (!ids)
+				ids = json_object_new_array();
+			rid = tl_event_get_s(&ev, TL_F_HTTP_REQUEST_ID);
+			if (ids && rid && *rid && json_object_array_length(ids) < MAX_FINDING_REQUEST_IDS)
+				json_object_array_add(ids, json_object_new_string(rid));
+			tl_event_clear(&ev);
+		} else if (s->ev[i].time_ns >= deletion_ns && kind == TL_KIND_EVENTS_AGGREGATED) {
+			failed += s->aggs[s->ev[i].ref & ~AGG_REF].failed;
+		}
+	}
+	if (failed) {
+		snprintf(summary, sizeof(summary),
+			 "%llu HTTP request(s) failed (no response or 5xx) after the Pod's deletion was requested",
+			 (unsigned long long)failed);
+		json_object_array_add(arr, new_finding("requests-failed-during-termination", "error",
+						       summary, ids));
+	} else {
+		json_object_put(ids);
+	}
+	return arr;
+}
+
+static bool state_complete(const struct tl_state *s)
+{
+	const struct loss *l = &s->loss;
+
+	return !(l->kernel || l->aggregated || l->dropped || l->disk || l->restarts);
+}
+
+static struct json_object *build_recorder(const struct tl_state *s, const struct recorder_info *ri)
+{
+	struct json_object *r = json_object_new_object(), *probes;
+	char tbuf[TL_TIME_STRLEN];
+
+	if (!r)
+		return NULL;
+	json_object_object_add(r, "agentVersion", json_object_new_string(ri->agent_version));
+	json_object_object_add(r, "node", json_object_new_string(ri->node));
+	json_object_object_add(r, "kernel", json_object_new_string(ri->kernel));
+	probes = json_object_new_array();
+	for (size_t i = 0; probes && i < ri->n_probes; i++)
+		json_object_array_add(probes, json_object_new_string(ri->probes[i]));
+	json_object_object_add(r, "probes", probes);
+	json_object_object_add(r, "configDigest", json_object_new_string(ri->config_digest));
+	json_object_object_add(r, "recordingSince",
+			       json_object_new_string(tl_time_format(s->recording_since_ns, tbuf)));
+	if (s->gaps)
+		json_object_object_add(r, "gaps", json_object_get(s->gaps));
+	return r;
+}
+
+static struct json_object *build_loss(const struct loss *l)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "kernelEventsDropped", json_object_new_int64((int64_t)l->kernel));
+	json_object_object_add(o, "eventsAggregated", json_object_new_int64((int64_t)l->aggregated));
+	json_object_object_add(o, "eventsDropped", json_object_new_int64((int64_t)l->dropped));
+	json_object_object_add(o, "diskErrors", json_object_new_int64((int64_t)l->disk));
+	json_object_object_add(o, "agentRestarts", json_object_new_int64((int64_t)l->restarts));
+	return o;
+}
+
+/* Appends ,"key":<o serialized> and drops o; -ENOMEM when o is NULL. */
+static int add_part(struct tl_buf *out, const char *key, struct json_object *o, bool first)
+{
+	const char *s;
+	size_t n;
+
+	if (!o)
+		return -ENOMEM;
+	s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN |
+					      JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+	if (!first)
+		tl_buf_addc(out, ',');
+	tl_buf_addc(out, '"');
+	tl_buf_adds(out, key);
+	tl_buf_add(out, "\":", 2);
+	if (s)
+		tl_buf_add(out, s, n);
+	json_object_put(o);
+	return s ? 0 : -ENOMEM;
+}
+
+int document_write(const struct tl_state *s, const struct recorder_info *rec,
+		   struct doc_cursor *cur, struct tl_buf *out, size_t chunk)
+{
+	static struct tl_event ev;
+	int r;
+
+	if (cur->phase == 0) {
+		tl_buf_adds(out, "{\"apiVersion\":\"" TL_API_VERSION "\",");
+		r = add_part(out, "pod", tl_export_pod(s->uid, s->meta), true);
+		r = r ?: add_part(out, "containers", build_containers(s), false);
+		if (r < 0)
+			return r;
+		tl_buf_adds(out, ",\"events\":[");
+		cur->phase = 1;
+		cur->i = 0;
+	}
+	while (cur->phase == 1) {
+		if (cur->i >= s->n) {
+			tl_buf_addc(out, ']');
+			cur->phase = 2;
+			break;
+		}
+		if (chunk && out->len >= chunk)
+			return out->err ? out->err : 1;
+		if (state_event(s, cur->i, &ev) < 0) {
+			/* Never happens for a state this agent built; skip
+			 * rather than write half an event. */
+			cur->i++;
+			continue;
+		}
+		if (cur->i > 0)
+			tl_buf_addc(out, ',');
+		tl_event_append_json(&ev, false, out);
+		tl_event_clear(&ev);
+		cur->i++;
+	}
+	if (cur->phase == 2) {
+		r = add_part(out, "findings", document_findings(s), false);
+		tl_buf_adds(out, state_complete(s) ? ",\"complete\":true" : ",\"complete\":false");
+		r = r ?: add_part(out, "loss", build_loss(&s->loss), false);
+		r = r ?: add_part(out, "recorder", build_recorder(s, rec), false);
+		if (r < 0)
+			return r;
+		tl_buf_addc(out, '}');
+		cur->phase = 3;
+	}
+	return out->err ? out->err : 0;
+}
+
+/* ---- state copies ---- */
+
+static void *dup_mem(const void *p, size_t n)
+{
+	void *c = malloc(n ? n : 1);
+
+	if (c && n)
+		memcpy(c, p, n);
+	return c;
+}
+
+int state_copy(const struct tl_state *s, struct tl_state *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	memcpy(ret->uid, s->uid, sizeof(ret->uid));
+	ret->meta = json_object_get(s->meta);
+	ret->gaps = json_object_get(s->gaps);
+	ret->loss = s->loss;
+	ret->opened_ns = s->opened_ns;
+	ret->recording_since_ns = s->recording_since_ns;
+	ret->ctrs = dup_mem(s->ctrs, s->n_ctrs * sizeof(*s->ctrs));
+	ret->n_ctrs = ret->cap_ctrs = s->n_ctrs;
+	ret->arena = dup_mem(s->arena, s->alen);
+	ret->alen = ret->acap = s->alen;
+	ret->ev = dup_mem(s->ev, s->n * sizeof(*s->ev));
+	ret->n = ret->cap = s->n;
+	ret->aggs = dup_mem(s->aggs, s->n_aggs * sizeof(*s->aggs));
+	ret->n_aggs = ret->cap_aggs = s->n_aggs;
+	if (!ret->ctrs || !ret->arena || !ret->ev || !ret->aggs ||
+	    tl_strtab_clone(s->strs, &ret->strs) < 0) {
+		state_release(ret);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void state_release(struct tl_state *s)
+{
+	if (!s)
+		return;
+	json_object_put(s->meta);
+	json_object_put(s->gaps);
+	tl_strtab_free(s->strs);
+	free(s->ctrs);
+	free(s->arena);
+	free(s->ev);
+	free(s->aggs);
+	memset(s, 0, sizeof(*s));
+}
