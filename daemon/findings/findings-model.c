@@ -174,7 +174,7 @@ static void read_request(struct tl_model *m, struct json_object *ev, int64_t t, 
 		m->n_failed++;
 }
 
-static void read_slices(struct tl_model *m, struct json_object *events, size_t n)
+static void read_slices(struct tl_model *m, struct json_object *events, const int64_t *times, size_t n)
 {
 	/* The endpoint is out of service once it left every slice it was
 	 * seen in: remember each slice's last word. */
@@ -185,7 +185,7 @@ static void read_slices(struct tl_model *m, struct json_object *events, size_t n
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *ev = json_object_array_get_idx(events, i);
 		const char *type = str_of(ev, "type"), *slice = str_of(ev, "endpointSlice");
-		int64_t t = tl_event_time(ev);
+		int64_t t = times[i];
 		int k;
 
 		if (!type || !slice || !t || strncmp(type, "endpoint.", 9) != 0)
@@ -221,11 +221,51 @@ static void read_slices(struct tl_model *m, struct json_object *events, size_t n
 		m->removed_ns = 0; /* still in some slice when the timeline ends */
 }
 
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* Marks the failed requests whose ID an earlier (by start) failed request
+ * has: one open-addressing table, linear in the requests. */
+static int mark_dups(struct tl_model *m)
+{
+	size_t cap = 16;
+	const char **tab;
+
+	while (cap < m->n_failed * 2)
+		cap <<= 1;
+	tab = calloc(cap, sizeof(*tab));
+	if (!tab)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n_req; i++) {
+		struct tl_req *r = &m->reqs[i];
+		size_t k;
+
+		if (!r->failed || !r->id)
+			continue;
+		for (k = fnv1a(r->id) & (cap - 1); tab[k]; k = (k + 1) & (cap - 1))
+			if (strcmp(tab[k], r->id) == 0)
+				break;
+		if (tab[k])
+			r->dup = true;
+		else
+			tab[k] = r->id;
+	}
+	free(tab);
+	return 0;
+}
+
 int tl_model_build(struct json_object *doc, struct tl_model *m)
 {
 	struct json_object *events, *ctrs, *pod, *v;
 	size_t n, n_http = 0;
-	int64_t grace;
+	int64_t grace, *times = NULL;
+	int r;
 
 	memset(m, 0, sizeof(*m));
 	m->doc = doc;
@@ -269,12 +309,18 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 		if (!m->reqs)
 			return -ENOMEM;
 	}
+	/* each event's time, parsed once for the passes below */
+	times = calloc(n ? n : 1, sizeof(*times));
+	if (!times)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		times[i] = tl_event_time(json_object_array_get_idx(events, i));
 
 	/* First pass: the reference (deletion) and the first SIGTERM. */
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *ev = json_object_array_get_idx(events, i);
 		const char *type = str_of(ev, "type");
-		int64_t t = tl_event_time(ev);
+		int64_t t = times[i];
 
 		if (!type || !t)
 			continue;
@@ -298,7 +344,7 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *ev = json_object_array_get_idx(events, i);
 		const char *type = str_of(ev, "type"), *cname = str_of(ev, "container");
-		int64_t t = tl_event_time(ev), pid = 0, port = 0;
+		int64_t t = times[i], pid = 0, port = 0;
 		struct tl_ctr *c;
 		int ci;
 
@@ -365,7 +411,7 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *ev = json_object_array_get_idx(events, i);
 		const char *type = str_of(ev, "type");
-		int64_t t = tl_event_time(ev), port = 0;
+		int64_t t = times[i], port = 0;
 		int ci = tl_model_ctr(m, str_of(ev, "container"));
 		struct tl_ctr *c;
 
@@ -386,12 +432,14 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 		if (m->ctr[i].exit_ns && m->ctr[i].sigterm_ns && m->ctr[i].exit_ns < m->ctr[i].sigterm_ns)
 			m->ctr[i].exit_ns = 0;
 
-	read_slices(m, events, n);
+	read_slices(m, events, times, n);
+	free(times);
 	if (m->truncated)
 		set_incomplete(m, "more containers or requests than the rules read");
 	if (m->n_req)
 		qsort(m->reqs, m->n_req, sizeof(*m->reqs), req_cmp);
-	return 0;
+	r = mark_dups(m);
+	return r;
 }
 
 void tl_model_done(struct tl_model *m)

@@ -131,23 +131,13 @@ static void fb_free(struct fb *b)
 	memset(b, 0, sizeof(*b));
 }
 
-static bool ids_has(struct json_object *ids, const char *id)
-{
-	size_t n = json_object_array_length(ids);
-
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(json_object_get_string(json_object_array_get_idx(ids, i)), id) == 0)
-			return true;
-	return false;
-}
-
-/* Adds r's ID once (a request seen both on a socket and in the proxy's log
- * is one request); returns 1 when it was new, 0 when known or without ID. */
+/* Adds r's ID; returns 1 when added, 0 without ID or past the cap. */
 static int fb_id(struct fb *b, const struct tl_req *r)
 {
 	struct json_object *s;
 
-	if (!r->id || json_object_array_length(b->ids) >= TL_FINDINGS_MAX_IDS || ids_has(b->ids, r->id))
+	/* IDs are unique here: the model marked repeated ones */
+	if (!r->id || json_object_array_length(b->ids) >= TL_FINDINGS_MAX_IDS)
 		return 0;
 	s = json_object_new_string(r->id);
 	if (!s || json_object_array_add(b->ids, s) < 0) {
@@ -335,14 +325,12 @@ static int collect(const struct tl_model *m, struct fb *b, req_pred pred, const 
 		const struct tl_req *r = &m->reqs[i];
 		int k;
 
-		if (!r->failed || !pred(m, r, arg))
+		/* the same request twice (socket and log) counts once */
+		if (!r->failed || r->dup || !pred(m, r, arg))
 			continue;
 		k = fb_id(b, r);
 		if (k < 0)
 			return k;
-		/* the same request twice (socket and log) counts once */
-		if (k == 0 && r->id)
-			continue;
 		sp->n++;
 		if (!sp->first_ns || r->start_ns < sp->first_ns)
 			sp->first_ns = r->start_ns;
@@ -422,15 +410,7 @@ static int rule_listener_closed(const struct tl_model *m, struct json_object *ou
 			const char *fwd = q->ctr >= 0 && (size_t)q->ctr != i ? m->ctr[q->ctr].name : "clients";
 			struct json_object *cnt;
 
-			bool dup = false;
-
-			if (!q->failed || !inbound_after(m, q, &a))
-				continue;
-			/* a request seen on a socket and in the log is one */
-			for (size_t j = 0; j < k && q->id && !dup; j++)
-				dup = m->reqs[j].failed && m->reqs[j].id && strcmp(m->reqs[j].id, q->id) == 0 &&
-				      inbound_after(m, &m->reqs[j], &a);
-			if (dup)
+			if (!q->failed || q->dup || !inbound_after(m, q, &a))
 				continue;
 			if (json_object_object_get_ex(by, fwd, &cnt))
 				json_object_int_inc(cnt, 1);

@@ -58,6 +58,8 @@ struct tl_req {
 	int status;            /* 0 = no response */
 	bool inbound;
 	bool failed;           /* no response, 5xx, or an Envoy failure flag */
+	bool dup;              /* a failed request whose ID an earlier failed one has
+				* (the same request on a socket and in the log) */
 	int ctr;               /* index into containers, -1 when unknown */
 };
 

@@ -101,7 +101,7 @@ int cmd_rollout(struct cli *cli)
 	struct pod_sum *sums = NULL;
 	char err[1024] = "", name[256];
 	bool json = cli->output && strcmp(cli->output, "json") == 0, guessed = false;
-	size_t n = 0, total = 0, terminated = 0;
+	size_t n = 0, total = 0, terminated = 0, incomplete = 0;
 	int best_rank = 0, rc = EXIT_USAGE, r;
 
 	if (!names)
@@ -157,6 +157,8 @@ int cmd_rollout(struct cli *cli)
 			continue;
 		if (tl_model_build(d, &m) == 0 && m.deletion_ns)
 			terminated++;
+		if (!m.complete)
+			incomplete++;
 		tl_model_done(&m);
 		sums[n].doc = d;
 		sums[n].failed = doc_failed_requests(d);
@@ -228,6 +230,7 @@ int cmd_rollout(struct cli *cli)
 		json_object_object_add(out, "pods", json_object_new_int64((int64_t)n));
 		json_object_object_add(out, "podsTerminated", json_object_new_int64((int64_t)terminated));
 		json_object_object_add(out, "failedRequests", json_object_new_int64((int64_t)total));
+		json_object_object_add(out, "incompleteTimelines", json_object_new_int64((int64_t)incomplete));
 		json_object_object_add(out, "byFinding", json_object_get(by_rule));
 		json_object_object_add(out, "worstPods", json_object_get(worst));
 		json_object_object_add(out, "recommendation", json_object_get(best));
@@ -238,6 +241,9 @@ int cmd_rollout(struct cli *cli)
 		       name, col(cli, "reset"), n, n == 1 ? "" : "s",
 		       guessed ? "ReplicaSets named after it (no API server with --from)" : "the replaced ReplicaSet(s)",
 		       terminated, total, total == 1 ? "" : "s");
+		if (incomplete)
+			printf("%s%zu timeline%s incomplete: the figures are lower bounds%s\n", col(cli, "red"), incomplete,
+			       incomplete == 1 ? "" : "s", col(cli, "reset"));
 		if (!guessed)
 			for (size_t i = 0; i < json_object_array_length(names); i++)
 				printf("  replicaset %s\n", json_object_get_string(json_object_array_get_idx(names, i)));

@@ -120,18 +120,8 @@ size_t doc_failed_requests(struct json_object *doc)
 
 	if (tl_model_build(doc, &m) == 0) {
 		/* a request seen twice (socket and log) counts once */
-		for (size_t i = 0; i < m.n_req; i++) {
-			bool dup = false;
-
-			if (!m.reqs[i].failed)
-				continue;
-			for (size_t k = 0; k < i && m.reqs[i].id; k++)
-				if (m.reqs[k].failed && m.reqs[k].id && strcmp(m.reqs[k].id, m.reqs[i].id) == 0) {
-					dup = true;
-					break;
-				}
-			n += !dup;
-		}
+		for (size_t i = 0; i < m.n_req; i++)
+			n += m.reqs[i].failed && !m.reqs[i].dup;
 	}
 	tl_model_done(&m);
 	return n;
