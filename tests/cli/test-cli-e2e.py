@@ -170,13 +170,23 @@ def main():
                                          "--listen", f"127.0.0.1:{port}", "--linger", "1"], name=f"termlined-{n}").start())
         for port in ports:
             E.wait_for(lambda: E.http_get(port, "/readyz")[0] == 200, 30, "termlined ready")
+        # while the Pods exist: the agent on each Pod's node (from the Pod's
+        # spec.nodeName), its timeline still open
+        for n, pod in zip(NODES, pods):
+            got = json.loads(cli("show", f"{NS}/{pod['name']}", "-o", "json", kubeconfig=double.kubeconfig).stdout)
+            assert got["pod"]["uid"] == pod["podUid"] and got["recorder"]["node"] == n, (n, got["recorder"])
         for n, pod in zip(NODES, pods):
             loads.append(Load(pod, f"req-{n}"))
             loads[-1].start()
+        # each node's kubelet, already watching: it acts when the deletion lands
+        kgates = [f"{gate}-{n}" for n in NODES]
         kubelets = [subprocess.Popen([E.SIMPOD, "--state-dir", st, "terminate", "--grace", "6", "--no-prestop",
-                                      "--when-file", gate], stdout=subprocess.DEVNULL) for st in simstates]
-        time.sleep(1.0)
-        open(gate, "w").close()
+                                      "--when-file", kg], stdout=subprocess.DEVNULL)
+                    for st, kg in zip(simstates, kgates)]
+        E.wait_for(lambda: all(os.path.exists(kg + ".waiting") for kg in kgates), 30, "the kubelets waiting")
+        time.sleep(0.5)
+        for g in [gate] + kgates:
+            open(g, "w").close()
         # a Service's dataplane stops sending once the endpoint is gone
         time.sleep(REMOVE_AFTER)
         for ld in loads:
