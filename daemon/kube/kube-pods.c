@@ -9,11 +9,19 @@
 #include "clock.h"
 #include "kube-istio.h"
 #include "kube-pods.h"
+#include "kubeconfig.h"
+#include "log.h"
 #include "macro.h"
+#include "metrics.h"
 
 /* Deleted Pods stay known (for late kernel events and the timeline) until
  * forgotten; beyond this many the oldest go. */
 #define KP_MAX_RETAINED 1024
+/* Live Pods tracked: a kubelet runs at most a few hundred (110 by
+ * default). The API server's answers are input: beyond this many the
+ * newest are ignored, counted and logged once, so a LIST of 10,000 Pods
+ * cannot grow the agent without bound. */
+#define KP_MAX_PODS 1024
 #define KP_MAX_CONTAINERS 256
 #define KP_MAX_IPS 8
 #define KP_MAX_ENDPOINTS 1000 /* the EndpointSlice API limit per slice */
@@ -66,6 +74,7 @@ struct tl_kpods {
 	uint64_t pod_gen, slice_gen;
 	uint64_t deleted_seq;
 	size_t retained;
+	bool warned_other_node, warned_limit;
 };
 
 /* ---- small JSON helpers ---- */
@@ -233,11 +242,11 @@ static const char *find_status_id(struct json_object *statuses, const char *name
 }
 
 static int add_containers(struct kpod *p, struct json_object *specs, struct json_object *statuses,
-			  bool init)
+			  bool init, size_t cap)
 {
 	size_t n = specs ? json_object_array_length(specs) : 0;
 
-	for (size_t i = 0; i < n && p->nctrs < KP_MAX_CONTAINERS; i++) {
+	for (size_t i = 0; i < n && p->nctrs < cap; i++) {
 		struct json_object *c = json_object_array_get_idx(specs, i);
 		const char *name = jstr(c, "name"), *id, *rp;
 		struct kcontainer *k;
@@ -342,10 +351,16 @@ static int parse_pod(struct tl_kpods *m, struct json_object *obj, struct kpod *p
 	size_t n;
 	int r;
 
+	struct json_object *ic = jarr(spec, "initContainers"), *cs = jarr(spec, "containers");
+	size_t nc = (ic ? json_object_array_length(ic) : 0) + (cs ? json_object_array_length(cs) : 0);
+
 	p->deleting = jstr(md, "deletionTimestamp") != NULL;
 	p->conds = json_object_new_object();
-	p->ctrs = calloc(KP_MAX_CONTAINERS, sizeof(*p->ctrs));
-	if (!p->conds || !p->ctrs)
+	/* what the Pod has, not the most it may have */
+	if (nc > KP_MAX_CONTAINERS)
+		nc = KP_MAX_CONTAINERS;
+	p->ctrs = nc ? calloc(nc, sizeof(*p->ctrs)) : NULL;
+	if (!p->conds || (nc && !p->ctrs))
 		return -ENOMEM;
 	conds = jarr(st, "conditions");
 	n = conds ? json_object_array_length(conds) : 0;
@@ -372,9 +387,9 @@ static int parse_pod(struct tl_kpods *m, struct json_object *obj, struct kpod *p
 			return -ENOMEM;
 		p->nips = 1;
 	}
-	r = add_containers(p, jarr(spec, "initContainers"), jarr(st, "initContainerStatuses"), true);
+	r = add_containers(p, ic, jarr(st, "initContainerStatuses"), true, nc);
 	if (r == 0)
-		r = add_containers(p, jarr(spec, "containers"), jarr(st, "containerStatuses"), false);
+		r = add_containers(p, cs, jarr(st, "containerStatuses"), false, nc);
 	if (r < 0)
 		return r;
 	p->meta = build_meta(p, obj, m->node);
@@ -512,6 +527,47 @@ static void pod_mark_deleted(struct tl_kpods *m, struct kpod *p, const char *how
 		m->cb.pod_changed(m->cb.userdata, p->uid);
 }
 
+/* The watch asks for this node's Pods only (a field selector), but what
+ * the API server sends is input: a Pod of another node (or of none) would
+ * be tracked, and its timeline kept, for nothing. */
+static bool pod_on_node(struct tl_kpods *m, struct json_object *obj, const char *ns,
+			const char *name)
+{
+	const char *nn = jstr(jget(obj, "spec"), "nodeName");
+
+	if (nn && strcmp(nn, m->node) == 0)
+		return true;
+	tl_metric_add("termline_kube_pods_ignored_total", "reason=\"other-node\"", 1);
+	if (!m->warned_other_node) {
+		char what[256];
+
+		m->warned_other_node = true;
+		/* names are the API server's: escaped, the line stays one */
+		snprintf(what, sizeof(what), "%.64s/%.64s on \"%.64s\"", ns, name, nn ? nn : "");
+		tl_kubeconfig_escape(what, sizeof(what));
+		tl_log(TL_LOG_WARN, "kube: ignoring Pods not on node %s (first: %s); "
+		       "see termline_kube_pods_ignored_total", m->node, what);
+	}
+	return false;
+}
+
+static bool pod_room(struct tl_kpods *m, const char *ns, const char *name)
+{
+	if (m->pods->count - (int)m->retained < KP_MAX_PODS)
+		return true;
+	tl_metric_add("termline_kube_pods_ignored_total", "reason=\"limit\"", 1);
+	if (!m->warned_limit) {
+		char what[160];
+
+		m->warned_limit = true;
+		snprintf(what, sizeof(what), "%.64s/%.64s", ns, name);
+		tl_kubeconfig_escape(what, sizeof(what));
+		tl_log(TL_LOG_WARN, "kube: tracking at most %d Pods; %s and later ones are "
+		       "ignored (see termline_kube_pods_ignored_total)", KP_MAX_PODS, what);
+	}
+	return false;
+}
+
 static struct kpod *pod_apply(struct tl_kpods *m, struct json_object *obj, bool baseline)
 {
 	struct json_object *md = jget(obj, "metadata");
@@ -522,9 +578,13 @@ static struct kpod *pod_apply(struct tl_kpods *m, struct json_object *obj, bool 
 
 	if (!uid || !*uid || strlen(uid) >= TL_UID_MAX || !ns || !name)
 		return NULL;
+	if (!pod_on_node(m, obj, ns, name))
+		return NULL;
 	if (lh_table_lookup_ex(m->pods, uid, &v))
 		p = v;
 	had_state = p != NULL;
+	if (!p && !pod_room(m, ns, name))
+		return NULL;
 	if (!p) {
 		p = calloc(1, sizeof(*p));
 		if (!p)
@@ -847,6 +907,8 @@ int tl_kpods_new(const char *node, const struct tl_emitter *emit, struct tl_kpod
 		return -ENOMEM;
 	m->node = strdup(node);
 	m->emit = *emit;
+	tl_metric_describe("termline_kube_pods_ignored_total", TL_METRIC_COUNTER,
+			   "Pods from the API server not tracked: of another node, or past the limit");
 	m->pods = lh_kchar_table_new(64, NULL);
 	m->by_id = lh_kchar_table_new(64, NULL);
 	m->by_ip = lh_kchar_table_new(64, NULL);

@@ -7,6 +7,7 @@
 
 #include "kube-pods.h"
 #include "macro.h"
+#include "metrics.h"
 #include "../check-run.h"
 
 #define UID1 "11111111-1111-4111-8111-111111111111"
@@ -327,6 +328,76 @@ START_TEST(test_endpoint_by_uid_and_defaults)
 }
 END_TEST
 
+static struct json_object *small_pod(unsigned i, const char *node)
+{
+	char buf[512];
+	struct json_object *o;
+
+	snprintf(buf, sizeof(buf),
+		 "{\"metadata\":{\"name\":\"p-%u\",\"namespace\":\"ns\",\"uid\":\"uid-%u\"},"
+		 "\"spec\":{%s%s%s\"containers\":[{\"name\":\"c\"}]},"
+		 "\"status\":{\"podIP\":\"10.9.%u.%u\",\"containerStatuses\":[{\"name\":\"c\","
+		 "\"containerID\":\"containerd://%064u\",\"state\":{\"running\":{}}}]}}",
+		 i, i, node ? "\"nodeName\":\"" : "", node ? node : "", node ? "\"," : "",
+		 (i >> 8) & 255, i & 255, i);
+	o = json_tokener_parse(buf);
+	ck_assert_msg(o, "bad test JSON");
+	return o;
+}
+
+/* The watch asks for this node's Pods; an API server that sends others
+ * (or unscheduled ones) must not make the agent track them. */
+START_TEST(test_other_nodes_ignored)
+{
+	struct json_object *l[3] = { small_pod(1, "node-b"), small_pod(2, NULL), small_pod(3, "node-a") };
+	int64_t before = tl_metric_get("termline_kube_pods_ignored_total", "reason=\"other-node\"");
+	const char *uid, *name;
+	char id[80];
+
+	list(l, 3, true);
+	ck_assert_ptr_null(tl_kpods_pod_meta(m, "uid-1"));
+	ck_assert_ptr_null(tl_kpods_pod_meta(m, "uid-2"));
+	ck_assert_ptr_null(tl_kpods_pod_by_ip(m, "10.9.0.1"));
+	snprintf(id, sizeof(id), "%064u", 1u);
+	ck_assert_int_eq(tl_kpods_lookup_container(m, id, &uid, &name), -ENOENT);
+	ck_assert_str_eq(tl_kpods_pod_by_ip(m, "10.9.0.3"), "uid-3");
+	ck_assert_int_eq(tl_metric_get("termline_kube_pods_ignored_total", "reason=\"other-node\"") - before, 2);
+	apply("ADDED", small_pod(4, "node-c"));
+	ck_assert_ptr_null(tl_kpods_pod_by_ip(m, "10.9.0.4"));
+}
+END_TEST
+
+/* A LIST of more Pods than a node runs: the first 1024 are tracked, the
+ * rest counted; deleted ones make room. */
+START_TEST(test_tracked_pods_capped)
+{
+	const unsigned n = 1500;
+	int64_t before = tl_metric_get("termline_kube_pods_ignored_total", "reason=\"limit\"");
+	unsigned tracked = 0;
+
+	tl_kpods_pod_ops.list_begin(m, true);
+	for (unsigned i = 0; i < n; i++) {
+		struct json_object *o = small_pod(i, "node-a");
+
+		tl_kpods_pod_ops.list_item(m, o, true);
+		json_object_put(o);
+	}
+	tl_kpods_pod_ops.list_end(m, true);
+	for (unsigned i = 0; i < n; i++) {
+		char ip[32];
+
+		snprintf(ip, sizeof(ip), "10.9.%u.%u", (i >> 8) & 255, i & 255);
+		tracked += tl_kpods_pod_by_ip(m, ip) != NULL;
+	}
+	ck_assert_uint_eq(tracked, 1024);
+	ck_assert_int_eq(tl_metric_get("termline_kube_pods_ignored_total", "reason=\"limit\"") - before,
+			 n - 1024);
+	apply("DELETED", small_pod(0, "node-a"));
+	apply("ADDED", small_pod(1400, "node-a"));
+	ck_assert_ptr_nonnull(tl_kpods_pod_by_ip(m, "10.9.5.120"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("kube-pods");
@@ -340,6 +411,8 @@ int main(void)
 	tcase_add_test(tc, test_lookups_and_meta);
 	tcase_add_test(tc, test_endpoints);
 	tcase_add_test(tc, test_endpoint_by_uid_and_defaults);
+	tcase_add_test(tc, test_other_nodes_ignored);
+	tcase_add_test(tc, test_tracked_pods_capped);
 	suite_add_tcase(s, tc);
 	failed = tl_check_run(s);
 	return failed ? 1 : 0;
