@@ -218,6 +218,39 @@ def main():
     check_svg(cli, work, src)
     check_trace(cli, work, src)
 
+    # colours on a terminal only, and not with NO_COLOR
+    import pty
+    for no_color, want in ((None, True), ("1", False)):
+        env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+        if no_color:
+            env["NO_COLOR"] = no_color
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execve(cli, [cli, "show", RACE, *src], env)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.waitpid(pid, 0)
+        assert (b"\033[" in out) == want, (no_color, out[:300])
+    assert "\033[" not in run(cli, "show", RACE, *src).stdout
+
+    # a timeline recorded without the API (--no-api) has no name: _unknown/UID
+    noapi = os.path.join(work, "noapi")
+    os.makedirs(os.path.join(noapi, "timelines", "_unknown"))
+    with open(os.path.join(STATE, "timelines", "shop", "web-5d9c7-race_11111111-1111-4111-8111-111111111111.json")) as f:
+        d = json.load(f)
+    d["pod"].update({"namespace": None, "name": None, "owner": None})
+    with open(os.path.join(noapi, "timelines", "_unknown", d["pod"]["uid"] + ".json"), "w") as f:
+        json.dump(d, f)
+    got = json.loads(run(cli, "explain", "_unknown/" + d["pod"]["uid"], "--from", noapi, "-o", "json").stdout)
+    assert got["findings"][0]["requestIds"] == RACE_FAILED, got
+
     # check: 1 when an assertion fails, 0 when all pass, 2 when a
     # timeline is missing or incomplete, whatever the others say
     r = run(cli, "check", RACE, *src, rc=1)

@@ -621,15 +621,21 @@ int source_get(struct source *s, const char *ns, const char *name, struct json_o
 	if (s->kind == SRC_DIR) {
 		struct json_object *all;
 
-		/* newest of that name (a name is reused by a StatefulSet) */
-		r = source_list(s, ns, NULL, NULL, 0, &all, err, errlen);
+		/* newest of that name (a name is reused by a StatefulSet); a
+		 * timeline recorded without the API (--no-api) has no name:
+		 * _unknown/UID finds it */
+		bool unknown = strcmp(ns, "_unknown") == 0;
+
+		r = source_list(s, unknown ? NULL : ns, NULL, NULL, 0, &all, err, errlen);
 		if (r < 0)
 			return r;
 		for (size_t i = 0; i < json_object_array_length(all); i++) {
 			struct json_object *d = json_object_array_get_idx(all, i);
 			const char *n = json_str(json_path(d, "pod"), "name");
+			const char *uid = json_str(json_path(d, "pod"), "uid");
 
-			if (n && strcmp(n, name) == 0) {
+			if ((!unknown && n && strcmp(n, name) == 0) ||
+			    (unknown && !n && uid && strcmp(uid, name) == 0)) {
 				*ret = json_object_get(d);
 				json_object_put(all);
 				return 0;
