@@ -107,6 +107,14 @@ void tl_metric_set(const char *name, const char *labels, int64_t value)
 		s->value = value;
 }
 
+int64_t *tl_metric_cell(const char *name, const char *labels, enum tl_metric_kind kind)
+{
+	struct family *f = find_family(name, true, kind);
+	struct series *s = f ? find_series(f, labels, true) : NULL;
+
+	return s ? &s->value : NULL;
+}
+
 int64_t tl_metric_get(const char *name, const char *labels)
 {
 	struct family *f = find_family(name, false, TL_METRIC_COUNTER);

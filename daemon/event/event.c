@@ -77,18 +77,24 @@ int tl_event_set_i(struct tl_event *ev, unsigned slot, int64_t val)
 {
 	const struct tl_field_info *f = slot_info(ev, slot);
 
-	if (!f || f->type == TL_FT_STR || f->type == TL_FT_ADDR || f->type == TL_FT_ENDPOINT)
+	if (!f || f->type == TL_FT_STR || f->type == TL_FT_ID || f->type == TL_FT_ADDR ||
+	    f->type == TL_FT_ENDPOINT)
 		return -EINVAL;
 	ev->v[slot].i = f->type == TL_FT_BOOL ? !!val : val;
 	ev->v[slot].set = 1;
 	return 0;
 }
 
+static bool is_str(const struct tl_field_info *f)
+{
+	return f && (f->type == TL_FT_STR || f->type == TL_FT_ID);
+}
+
 int tl_event_set_s(struct tl_event *ev, unsigned slot, const char *s, size_t len)
 {
 	const struct tl_field_info *f = slot_info(ev, slot);
 
-	if (!f || f->type != TL_FT_STR)
+	if (!is_str(f) || memchr(s, '\0', len))
 		return -EINVAL;
 	if (len >= sizeof(ev->sbuf) - ev->sused)
 		return -E2BIG;
@@ -151,7 +157,7 @@ int tl_event_set_bytes_utf8(struct tl_event *ev, unsigned slot, const uint8_t *s
 	size_t n = strnlen((const char *)src, srclen), i = 0, o;
 	char *dst;
 
-	if (!f || f->type != TL_FT_STR)
+	if (!is_str(f))
 		return -EINVAL;
 	if (3 * n >= sizeof(ev->sbuf) - ev->sused)
 		return -E2BIG;
@@ -183,7 +189,7 @@ bool tl_event_get_i(const struct tl_event *ev, unsigned slot, int64_t *ret)
 {
 	const struct tl_field_info *f = slot_info(ev, slot);
 
-	if (!f || !ev->v[slot].set || f->type == TL_FT_STR || f->type == TL_FT_ADDR ||
+	if (!f || !ev->v[slot].set || is_str(f) || f->type == TL_FT_ADDR ||
 	    f->type == TL_FT_ENDPOINT)
 		return false;
 	*ret = ev->v[slot].i;
@@ -194,7 +200,7 @@ const char *tl_event_get_s(const struct tl_event *ev, unsigned slot)
 {
 	const struct tl_field_info *f = slot_info(ev, slot);
 
-	if (!f || !ev->v[slot].set || f->type != TL_FT_STR)
+	if (!f || !ev->v[slot].set || !is_str(f))
 		return NULL;
 	return ev->v[slot].owned ? ev->sbuf + ev->v[slot].soff : ev->v[slot].s;
 }
@@ -301,6 +307,7 @@ int tl_event_set_str(struct tl_event *ev, const char *key, const char *val)
 	f = &tl_kinds[ev->kind].fields[slot];
 	switch (f->type) {
 	case TL_FT_STR:
+	case TL_FT_ID:
 		return tl_event_set_s(ev, (unsigned)slot, val, strlen(val));
 	case TL_FT_SIGNAME:
 		/* null: a number with no name; encoded as null again */
@@ -364,7 +371,7 @@ int tl_event_copy(const struct tl_event *src, struct tl_event *ret)
 	for (unsigned i = 0; i < TL_FIELDS_MAX; i++) {
 		ret->v[i] = src->v[i];
 		if (src->v[i].set && i < tl_kinds[src->kind].n_fields &&
-		    tl_kinds[src->kind].fields[i].type == TL_FT_STR) {
+		    is_str(&tl_kinds[src->kind].fields[i])) {
 			ret->v[i].set = 0;
 			r = tl_event_set_s(ret, i, tl_event_get_s(src, i), src->v[i].slen);
 			if (r < 0)
@@ -425,6 +432,7 @@ static void add_value(struct tl_buf *b, const struct tl_event *ev, unsigned slot
 		tl_buf_adds(b, v->i ? "true" : "false");
 		break;
 	case TL_FT_STR:
+	case TL_FT_ID:
 		tl_buf_add_json_str(b, tl_event_get_s(ev, slot), v->slen);
 		break;
 	case TL_FT_SIGNAME:

@@ -73,6 +73,8 @@ enum tl_ftype {
 	TL_FT_ADDR,       /* family + 16 bytes -> "10.1.2.3" / "fd00::1" */
 	TL_FT_ENDPOINT,   /* family + 16 bytes + port -> "10.1.2.3:80" / "[fd00::1]:80" */
 	TL_FT_TIME,       /* int64 ns since the epoch -> RFC 3339 string */
+	TL_FT_ID,         /* string unique per event (request IDs): like STR, but kept
+			   * in the event's own bytes, not interned */
 };
 
 /* tl_kind_info.flags */
@@ -161,14 +163,14 @@ const char *tl_signal_result_name(uint32_t result);
 
 struct tl_value {
 	uint8_t set;
-	uint8_t owned;    /* STR: in the event's sbuf at soff (so a struct copy stays valid) */
+	uint8_t owned;    /* STR/ID: in the event's sbuf at soff (a struct copy stays valid) */
 	uint8_t family;   /* ADDR/ENDPOINT: AF_INET or AF_INET6 */
 	uint16_t port;    /* ENDPOINT */
 	uint32_t slen;    /* STR */
 	uint32_t soff;    /* STR, owned */
 	union {
 		int64_t i;        /* INT, BOOL, SIGNAME, SIGRESULT, TIME */
-		const char *s;    /* STR, not owned: borrowed (unpacked events) */
+		const char *s;    /* STR/ID, not owned: borrowed (unpacked events) */
 		uint8_t addr[16]; /* ADDR, ENDPOINT: network order; IPv4 in the first 4 */
 	};
 };
@@ -240,15 +242,19 @@ int tl_event_from_json(struct json_object *obj, struct tl_event *ret);
  *
  * payload := present-mask (varint, bit per slot) [extra-id (varint) when
  *            TL_EF_EXTRA_BLOB] then each present slot in order:
- *   INT, TIME          zigzag varint
+ *   INT                zigzag varint
+ *   TIME               zigzag varint of (value - the event's time)
  *   BOOL, SIGRESULT    1 byte
  *   SIGNAME            zigzag varint (the signo)
  *   STR                varint string id
+ *   ID                 varint (len << 1 | 1), len bytes, NUL; or, past
+ *                      TL_ID_INLINE_MAX bytes, varint (string id << 1)
  *   ADDR               1 byte (4 or 6) + 4 or 16 address bytes
  *   ENDPOINT           as ADDR, then 2 bytes port (big endian)
  * Strings are ids in a per-timeline table (struct tl_strtab). The envelope
  * (time, kind, source, container, flags) is the caller's. */
-#define TL_PAYLOAD_MAX 256
+#define TL_PAYLOAD_MAX 512
+#define TL_ID_INLINE_MAX 128
 
 struct tl_strtab;
 

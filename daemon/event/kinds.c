@@ -55,7 +55,7 @@ const struct tl_kind_info tl_kinds[TL_KIND_MAX] = {
 	[TL_KIND_POD_CGROUPS_REMOVED] = { "pod.cgroups_removed", TL_SRC_KERNEL, TL_KF_ENDS_POD, 1,
 		{ F("cgroup", STR) } },
 	[TL_KIND_HTTP_REQUEST] = { "http.request", TL_SRC_KERNEL, TL_KF_HIGH_RATE, 9,
-		{ F("requestId", STR), F("method", STR), F("path", STR), F("status", INT),
+		{ F("requestId", ID), F("method", STR), F("path", STR), F("status", INT),
 		  F("start", TIME), F("durationMs", INT), F("direction", STR),
 		  F("responseFlags", STR), F("error", STR) } },
 	[TL_KIND_EVENTS_AGGREGATED] = { "events.aggregated", TL_SRC_KERNEL, 0, 4,

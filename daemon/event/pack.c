@@ -34,7 +34,8 @@ size_t tl_varint_get(const uint8_t *p, size_t len, uint64_t *ret)
 }
 
 /* Worst case per slot: 1 + 16 + 2 bytes (ENDPOINT) or 10 (varint). */
-_Static_assert(TL_PAYLOAD_MAX >= 10 + 10 + TL_FIELDS_MAX * 19, "payload bound");
+_Static_assert(TL_PAYLOAD_MAX >= 10 + 10 + TL_FIELDS_MAX * 19 + (2 + TL_ID_INLINE_MAX),
+	       "payload bound: one inline ID per kind at most");
 
 int tl_event_pack(const struct tl_event *ev, struct tl_strtab *tab, uint8_t *buf,
 		  uint32_t *ret_flags)
@@ -74,13 +75,30 @@ int tl_event_pack(const struct tl_event *ev, struct tl_strtab *tab, uint8_t *buf
 			continue;
 		switch (k->fields[i].type) {
 		case TL_FT_INT:
-		case TL_FT_TIME:
 		case TL_FT_SIGNAME:
 			n += tl_varint_put(buf + n, tl_zigzag(v->i));
+			break;
+		case TL_FT_TIME:
+			/* near the event's own time: a few bytes, not nine */
+			n += tl_varint_put(buf + n, tl_zigzag((int64_t)((uint64_t)v->i -
+								      (uint64_t)ev->time_ns)));
 			break;
 		case TL_FT_BOOL:
 		case TL_FT_SIGRESULT:
 			buf[n++] = (uint8_t)v->i;
+			break;
+		case TL_FT_ID:
+			if (v->slen <= TL_ID_INLINE_MAX) {
+				n += tl_varint_put(buf + n, ((uint64_t)v->slen << 1) | 1);
+				memcpy(buf + n, tl_event_get_s(ev, i), v->slen);
+				n += v->slen;
+				buf[n++] = '\0';
+				break;
+			}
+			id = tl_strtab_intern(tab, tl_event_get_s(ev, i), v->slen);
+			if (id < 0)
+				return (int)id;
+			n += tl_varint_put(buf + n, (uint64_t)id << 1);
 			break;
 		case TL_FT_STR:
 			id = tl_strtab_intern(tab, tl_event_get_s(ev, i), v->slen);
@@ -145,7 +163,33 @@ int tl_event_unpack(struct tl_event *ev, const uint8_t *p, size_t len, uint32_t 
 				goto bad;
 			o += n;
 			v->i = tl_unzigzag(x);
+			if (k->fields[i].type == TL_FT_TIME)
+				v->i = (int64_t)((uint64_t)v->i + (uint64_t)ev->time_ns);
 			break;
+		case TL_FT_ID: {
+			size_t slen;
+			const char *s;
+
+			n = tl_varint_get(p + o, len - o, &x);
+			if (!n)
+				goto bad;
+			o += n;
+			if (x & 1) {
+				slen = (size_t)(x >> 1);
+				if (slen > TL_ID_INLINE_MAX || len - o < slen + 1 || p[o + slen] != '\0' ||
+				    memchr(p + o, '\0', slen))
+					goto bad;
+				s = (const char *)p + o;
+				o += slen + 1;
+			} else if ((x >> 1) > UINT32_MAX ||
+				   !(s = tl_strtab_get(tab, (uint32_t)(x >> 1), &slen))) {
+				goto bad;
+			}
+			v->owned = 0;
+			v->s = s;
+			v->slen = (uint32_t)slen;
+			break;
+		}
 		case TL_FT_BOOL:
 		case TL_FT_SIGRESULT:
 			if (o >= len)

@@ -168,6 +168,47 @@ START_TEST(extra_fields_and_ids)
 }
 END_TEST
 
+/* Request IDs stay in the event's bytes up to TL_ID_INLINE_MAX, are
+ * interned past it; both round-trip. */
+START_TEST(ids_inline_and_interned)
+{
+	static struct tl_event ev, back;
+	struct tl_strtab *tab;
+	uint8_t buf[TL_PAYLOAD_MAX];
+	char id[300];
+	uint32_t flags;
+
+	ck_assert_int_eq(tl_strtab_new(&tab), 0);
+	for (size_t len = 0; len < sizeof(id) - 1; len += 37) {
+		int n;
+
+		memset(id, 'r', len);
+		id[len] = '\0';
+		tl_event_init_kind(&ev, TL_KIND_HTTP_REQUEST, TL_SRC_LOG, 1000000);
+		ck_assert_int_eq(tl_event_set_s(&ev, TL_F_HTTP_REQUEST_ID, id, len), 0);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_HTTP_START, 999000), 0);
+		n = tl_event_pack(&ev, tab, buf, &flags);
+		ck_assert_int_gt(n, 0);
+		/* inline: the ID's bytes are in the payload, no string added */
+		if (len <= TL_ID_INLINE_MAX)
+			ck_assert_uint_eq(tl_strtab_count(tab), 0);
+		tl_event_init_kind(&back, ev.kind, ev.source, ev.time_ns);
+		ck_assert_int_eq(tl_event_unpack(&back, buf, (size_t)n, flags, tab), 0);
+		ck_assert_str_eq(tl_event_get_s(&back, TL_F_HTTP_REQUEST_ID), id);
+		{
+			int64_t start;
+
+			ck_assert(tl_event_get_i(&back, TL_F_HTTP_START, &start));
+			ck_assert_int_eq(start, 999000);
+		}
+		tl_event_clear(&ev);
+		tl_event_clear(&back);
+	}
+	ck_assert_uint_ge(tl_strtab_count(tab), 1);
+	tl_strtab_free(tab);
+}
+END_TEST
+
 START_TEST(utf8_and_copy)
 {
 	static struct tl_event ev, copy, assigned;
@@ -267,6 +308,7 @@ int main(void)
 	tcase_add_test(tc, kind_table_complete);
 	tcase_add_test(tc, every_kind_round_trips);
 	tcase_add_test(tc, extra_fields_and_ids);
+	tcase_add_test(tc, ids_inline_and_interned);
 	tcase_add_test(tc, utf8_and_copy);
 	tcase_add_test(tc, signal_names);
 	tcase_add_test(tc, strtab_interns);
