@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -937,6 +938,29 @@ out:
 	json_object_put(all);
 	json_object_put(out);
 	tl_model_done(&m);
+	return r;
+}
+
+int tl_findings_from_text(const char *text, size_t len, struct json_object **ret)
+{
+	struct json_tokener *tok;
+	struct json_object *doc;
+	int r;
+
+	if (!text || len > INT32_MAX)
+		return -EINVAL;
+	tok = json_tokener_new();
+	if (!tok)
+		return -ENOMEM;
+	doc = json_tokener_parse_ex(tok, text, (int)len);
+	if (!doc || json_tokener_get_error(tok) != json_tokener_success) {
+		json_object_put(doc);
+		json_tokener_free(tok);
+		return -EBADMSG;
+	}
+	json_tokener_free(tok);
+	r = tl_findings_compute(doc, ret);
+	json_object_put(doc);
 	return r;
 }
 

@@ -43,6 +43,12 @@ int tl_findings_compute(struct json_object *doc, struct json_object **ret);
  * what the agent calls on a timeline as it closes, before writing it. */
 int tl_findings_attach(struct json_object *doc);
 
+/* For a store that writes documents as text (streamed, not as a json-c
+ * tree): parses the document text (at most len bytes; its "findings", if
+ * any, are ignored) and computes the findings from it. -EBADMSG when the
+ * text is not JSON, else as tl_findings_compute(). */
+int tl_findings_from_text(const char *text, size_t len, struct json_object **ret);
+
 /* A finding's severity as a rank: error 3, warning 2, info 1, else 0. */
 int tl_finding_severity_rank(const char *severity);
 

@@ -426,6 +426,24 @@ START_TEST(attach_replaces)
 }
 END_TEST
 
+START_TEST(from_text)
+{
+	struct json_object *d = sidecar_race(true, true), *f = NULL, *g = NULL;
+	const char *text = json_object_to_json_string(d);
+
+	ck_assert_int_eq(tl_findings_from_text(text, strlen(text), &f), 0);
+	ck_assert_int_eq(tl_findings_compute(d, &g), 0);
+	ck_assert_str_eq(json_object_to_json_string(f), json_object_to_json_string(g));
+	json_object_put(f);
+	f = NULL;
+	/* cut short: not JSON */
+	ck_assert_int_eq(tl_findings_from_text(text, strlen(text) / 2, &f), -EBADMSG);
+	ck_assert_ptr_null(f);
+	json_object_put(g);
+	json_object_put(d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("findings");
@@ -441,6 +459,7 @@ int main(void)
 	tcase_add_test(tc, resets_and_quiet_lag);
 	tcase_add_test(tc, not_a_document);
 	tcase_add_test(tc, attach_replaces);
+	tcase_add_test(tc, from_text);
 	suite_add_tcase(s, tc);
 	return tl_check_run(s) ? 1 : 0;
 }
