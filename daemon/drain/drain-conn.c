@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,13 @@
  * kernel map; when full, the table starts over (the next poll reports each
  * cgroup's whole count once more, which only delays a gate). */
 #define SEEN_SLOTS 16384
+/* The kernel map's size (bpf/conn.bpf.c) and how many entries one batch
+ * lookup reads. */
+#define CONN_MAP_MAX 8192
+#define CONN_BATCH 256
+#ifndef ENOTSUPP
+#define ENOTSUPP 524 /* the kernel's, not in userspace errno.h */
+#endif
 
 struct seen {
 	uint64_t cgroup_id; /* 0 = empty */
@@ -26,6 +34,7 @@ struct tl_drain_conn {
 	int map_fd;
 	struct seen *seen;
 	size_t nseen;
+	bool no_batch;
 };
 
 int tl_drain_conn_new(struct tl_drain_conn **ret, char *err, size_t errlen)
@@ -95,7 +104,27 @@ static struct seen *seen_slot(struct tl_drain_conn *c, uint64_t id)
 	return NULL;
 }
 
-int tl_drain_conn_poll(struct tl_drain_conn *c, tl_drain_conn_cb cb, void *ud)
+static int report(struct tl_drain_conn *c, uint64_t key, const struct tl_conn_count *v,
+		  tl_drain_conn_cb cb, void *ud)
+{
+	struct seen *s;
+
+	if (!key)
+		return 0;
+	s = seen_slot(c, key);
+	if (!s)
+		return 0;
+	if (v->count < s->count)
+		s->count = 0; /* evicted from the LRU and counted afresh */
+	if (v->count == s->count)
+		return 0;
+	cb(ud, key, v->count - s->count, tl_clock_boot_to_real(&tl_clock_global, v->last_ns));
+	s->count = v->count;
+	return 1;
+}
+
+/* One lookup per key: kernels without batch operations on this map. */
+static int poll_by_key(struct tl_drain_conn *c, tl_drain_conn_cb cb, void *ud)
 {
 	uint64_t key, next;
 	void *prev = NULL;
@@ -103,24 +132,45 @@ int tl_drain_conn_poll(struct tl_drain_conn *c, tl_drain_conn_cb cb, void *ud)
 
 	/* Bounded by the map's size: bpf_map_get_next_key restarts from the
 	 * first key when the previous one was evicted meanwhile. */
-	for (unsigned n = 0; n < 8192 && bpf_map_get_next_key(c->map_fd, prev, &next) == 0; n++) {
+	for (unsigned n = 0; n < CONN_MAP_MAX && bpf_map_get_next_key(c->map_fd, prev, &next) == 0; n++) {
 		struct tl_conn_count v;
-		struct seen *s;
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(c->map_fd, &key, &v) < 0 || !key)
+		if (bpf_map_lookup_elem(c->map_fd, &key, &v) == 0)
+			reported += report(c, key, &v, cb, ud);
+	}
+	return reported;
+}
+
+int tl_drain_conn_poll(struct tl_drain_conn *c, tl_drain_conn_cb cb, void *ud)
+{
+	uint64_t keys[CONN_BATCH], token = 0;
+	struct tl_conn_count vals[CONN_BATCH];
+	bool first = true;
+	int reported = 0;
+
+	if (c->no_batch)
+		return poll_by_key(c, cb, ud);
+	/* A few syscalls for the whole map instead of two per cgroup: this
+	 * runs every TL_DRAIN_TICK_MS while a gate waits. */
+	for (unsigned rounds = 0; rounds < CONN_MAP_MAX / CONN_BATCH + 1; rounds++) {
+		__u32 n = CONN_BATCH;
+		int r = bpf_map_lookup_batch(c->map_fd, first ? NULL : &token, &token, keys, vals, &n, NULL);
+		int err = r < 0 ? errno : 0;
+
+		first = false;
+		for (__u32 i = 0; i < n && (r == 0 || err == ENOENT); i++)
+			reported += report(c, keys[i], &vals[i], cb, ud);
+		if (r == 0)
 			continue;
-		s = seen_slot(c, key);
-		if (!s)
-			continue;
-		if (v.count < s->count)
-			s->count = 0; /* evicted from the LRU and counted afresh */
-		if (v.count == s->count)
-			continue;
-		cb(ud, key, v.count - s->count, tl_clock_boot_to_real(&tl_clock_global, v.last_ns));
-		s->count = v.count;
-		reported++;
+		if (err == ENOENT)
+			break;
+		if (err == EINVAL || err == ENOSPC || err == ENOTSUPP || err == EOPNOTSUPP) {
+			c->no_batch = true;
+			return reported + poll_by_key(c, cb, ud);
+		}
+		return -err;
 	}
 	return reported;
 }
