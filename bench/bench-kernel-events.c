@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "bench-util.h"
 #include "bpf-loader.h"
 #include "cgroup-map.h"
@@ -339,6 +341,53 @@ static uint64_t voluntary_switches(void)
 	return (uint64_t)ru.ru_nvcsw;
 }
 
+/* Per-program run time (the producer's cost per hook), accumulated over
+ * the tracked and the untracked phases apart. */
+#define MAX_PROGS 32
+static struct tl_bpf_prog_stat prog_before[MAX_PROGS];
+static struct {
+	char name[64];
+	uint64_t ns[2], cnt[2]; /* [0] untracked, [1] tracked */
+} prog_acc[MAX_PROGS];
+static int n_progs;
+
+static void prog_stats_mark(struct bench *b)
+{
+	if (b->bpf)
+		n_progs = tl_bpf_prog_stats(b->bpf, prog_before, MAX_PROGS);
+}
+
+static void prog_stats_add(struct bench *b, bool tracked)
+{
+	struct tl_bpf_prog_stat now[MAX_PROGS];
+	int n;
+
+	if (!b->bpf || n_progs <= 0)
+		return;
+	n = tl_bpf_prog_stats(b->bpf, now, MAX_PROGS);
+	for (int i = 0; i < n && i < n_progs; i++) {
+		memcpy(prog_acc[i].name, now[i].name, sizeof(prog_acc[i].name));
+		prog_acc[i].ns[tracked] += now[i].run_ns - prog_before[i].run_ns;
+		prog_acc[i].cnt[tracked] += now[i].run_cnt - prog_before[i].run_cnt;
+	}
+}
+
+static void print_prog_stats(void)
+{
+	printf("\nproducer per hook (kernel BPF run-time statistics; ns per program run):\n");
+	printf("  %-28s %12s %10s %12s %10s\n", "program", "runs tracked", "ns/run", "untracked",
+	       "ns/run");
+	for (int i = 0; i < n_progs; i++) {
+		if (!prog_acc[i].cnt[0] && !prog_acc[i].cnt[1])
+			continue;
+		printf("  %-28s %12llu %10.0f %12llu %10.0f\n", prog_acc[i].name,
+		       (unsigned long long)prog_acc[i].cnt[1],
+		       prog_acc[i].cnt[1] ? (double)prog_acc[i].ns[1] / (double)prog_acc[i].cnt[1] : 0,
+		       (unsigned long long)prog_acc[i].cnt[0],
+		       prog_acc[i].cnt[0] ? (double)prog_acc[i].ns[0] / (double)prog_acc[i].cnt[0] : 0);
+	}
+}
+
 static int run_phase(struct bench *b, struct phase_result *p)
 {
 	int go[2] = { -1, -1 };
@@ -401,6 +450,7 @@ static int run_phase(struct bench *b, struct phase_result *p)
 	p->events = p->attributed = 0;
 	b->cur = p;
 	b->counting = true;
+	prog_stats_mark(b);
 	cpu0 = bench_cpu_ns();
 	csw0 = voluntary_switches();
 	t0 = bench_now_ns();
@@ -423,6 +473,7 @@ static int run_phase(struct bench *b, struct phase_result *p)
 	}
 	p->wall_ns = bench_now_ns() - t0;
 	p->consumer_cpu_ns = bench_cpu_ns() - cpu0;
+	prog_stats_add(b, strcmp(p->name, "tracked") == 0);
 	p->consumer_wakeups = voluntary_switches() - csw0;
 	b->counting = false;
 	p->ops = p->worker_cpu_ns = 0;
@@ -763,7 +814,7 @@ int main(int argc, char **argv)
 	size_t n_phases;
 	const char *ci = getenv("CI");
 	sigset_t mask;
-	int r, status = 1;
+	int r, status = 1, stats_fd = -1;
 
 	if (parse_opts(argc, argv, &b.o) < 0)
 		return 2;
@@ -809,6 +860,12 @@ int main(int argc, char **argv)
 	r = setup_bpf(&b);
 	if (r < 0)
 		goto out;
+	/* Run-time statistics while this fd is open (the sysctl stays as it
+	 * was); without them the per-hook table stays empty. */
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (stats_fd < 0)
+		fprintf(stderr, "bench-kernel-events: no BPF run-time statistics: %s\n",
+			strerror(errno));
 	printf("probes:");
 	for (const char *const *p = tl_bpf_probe_names(b.bpf); *p; p++)
 		printf(" %s", *p);
@@ -830,10 +887,13 @@ int main(int argc, char **argv)
 			goto out;
 	}
 	print_report(&b, ph, n_phases);
+	print_prog_stats();
 	status = 0;
 out:
 	if (r == -EINTR || b.interrupted)
 		fprintf(stderr, "bench-kernel-events: interrupted, cleaning up\n");
+	if (stats_fd >= 0)
+		close(stats_fd);
 	cleanup(&b);
 	return status;
 }

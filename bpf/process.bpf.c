@@ -12,6 +12,11 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u64 signal_mask = TL_SIGMASK_DEFAULT;
+/* Set by the loader only when the classic signal_generate runs: the pid ->
+ * cgroup map below exists for it alone, and its upkeep (an LRU update at
+ * every tracked exec, a delete at every exit and untracked exec on the
+ * node) is most of what those hooks cost otherwise. */
+const volatile __u8 track_pids = 0;
 
 /* Classic signal_generate carries only the target's pid, not its task: the
  * fallback attributes it through this pid -> cgroup map, filled at fork and
@@ -143,7 +148,14 @@ static __always_inline void remember_pid(__u32 pid, __u32 tgid, __u64 cgid)
 {
 	struct pid_info pi = { .cgroup_id = cgid, .tgid = tgid };
 
-	bpf_map_update_elem(&known_pids, &pid, &pi, BPF_ANY);
+	if (track_pids)
+		bpf_map_update_elem(&known_pids, &pid, &pi, BPF_ANY);
+}
+
+static __always_inline void forget_pid(__u32 pid)
+{
+	if (track_pids)
+		bpf_map_delete_elem(&known_pids, &pid);
 }
 
 /* current runs the new image; filename is a kernel pointer (tp_btf) or a
@@ -154,9 +166,7 @@ static __always_inline int handle_exec(__u32 old_pid, const char *filename)
 	__u64 cgid = bpf_get_current_cgroup_id();
 
 	if (!tl_cgroup_tracked(cgid)) {
-		__u32 pid = (__u32)bpf_get_current_pid_tgid();
-
-		bpf_map_delete_elem(&known_pids, &pid);
+		forget_pid((__u32)bpf_get_current_pid_tgid());
 		return 0;
 	}
 	e = tl_reserve(sizeof(*e), TL_EV_EXEC);
@@ -225,7 +235,7 @@ static __always_inline int handle_exit(struct task_struct *p)
 	e->_pad0 = 0;
 	tl_submit(e);
 forget:
-	bpf_map_delete_elem(&known_pids, &pid);
+	forget_pid(pid);
 	return 0;
 }
 

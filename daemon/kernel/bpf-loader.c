@@ -209,6 +209,7 @@ static int open_load_attach(struct tl_bpf *b, const struct tl_bpf_config *cfg,
 		return r;
 	}
 	b->proc->rodata->signal_mask = cfg->signal_mask ?: TL_SIGMASK_DEFAULT;
+	b->proc->rodata->track_pids = classic[0]; /* only the classic signal_generate needs it */
 	b->net->rodata->resets_without_socket = cfg->resets_without_socket;
 	r = bpf_map__set_max_entries(b->proc->maps.events, ring_size(cfg->ringbuf_bytes));
 	if (r < 0) {
@@ -605,6 +606,40 @@ int tl_bpf_untrack_ip(struct tl_bpf *b, const char *ip)
 	if (bpf_map_delete_elem(bpf_map__fd(b->net->maps.pod_ips), &k) < 0)
 		return -errno;
 	return 0;
+}
+
+static size_t obj_prog_stats(struct bpf_object *obj, struct tl_bpf_prog_stat *out, size_t n,
+			     size_t max)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd < 0 || n >= max)
+			continue;
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
+			continue;
+		snprintf(out[n].name, sizeof(out[n].name), "%s", bpf_program__name(prog));
+		out[n].run_ns = info.run_time_ns;
+		out[n].run_cnt = info.run_cnt;
+		n++;
+	}
+	return n;
+}
+
+int tl_bpf_prog_stats(struct tl_bpf *b, struct tl_bpf_prog_stat *out, size_t max)
+{
+	size_t n = 0;
+
+	if (!b || !b->proc || !b->net)
+		return -EINVAL;
+	n = obj_prog_stats(b->proc->obj, out, n, max);
+	n = obj_prog_stats(b->net->obj, out, n, max);
+	return (int)n;
 }
 
 const char *const *tl_bpf_probe_names(struct tl_bpf *b)

@@ -52,6 +52,16 @@ uint64_t tl_bpf_dropped(struct tl_bpf *b, const char *type);
  * emitted), for one cgroup or (cgroup_id 0) all since load. */
 uint64_t tl_bpf_tcp_closed(struct tl_bpf *b, uint64_t cgroup_id);
 
+/* Run time of each loaded program (kernel.bpf_stats_enabled, or an fd from
+ * bpf_enable_stats(BPF_STATS_RUN_TIME) held open, must be on for the
+ * counts to move): the producer's cost per hook. Fills up to max entries,
+ * returns how many or -errno. */
+struct tl_bpf_prog_stat {
+	char name[64];
+	uint64_t run_ns, run_cnt;
+};
+int tl_bpf_prog_stats(struct tl_bpf *b, struct tl_bpf_prog_stat *out, size_t max);
+
 /* The attached hooks as "hook:variant" ("signal_generate:tp_btf"), NULL
  * terminated; owned by b. */
 const char *const *tl_bpf_probe_names(struct tl_bpf *b);
