@@ -68,6 +68,7 @@ struct agent {
 	struct tl_timer *clock_timer;
 	struct tl_timer *housekeeping_timer;
 	FILE *emit_out;
+	struct tl_buf emit_buf; /* one --emit-events line */
 	int sigfd;
 	uint64_t dropped_seen;
 	bool bpf_ready;
@@ -87,11 +88,21 @@ struct agent {
 
 static void count_event(const struct tl_event *ev)
 {
-	char labels[128];
+	/* One counter cell per kind and source, looked up once: counting is
+	 * on every event's path. */
+	static int64_t *cells[TL_KIND_MAX][TL_SRC_MAX];
+	int64_t **cell = &cells[ev->kind][ev->source];
 
-	snprintf(labels, sizeof(labels), "type=\"%s\",source=\"%s\"", ev->type,
-		 tl_source_name(ev->source));
-	tl_metric_add("termline_events_total", labels, 1);
+	if (!*cell) {
+		char labels[128];
+
+		snprintf(labels, sizeof(labels), "type=\"%s\",source=\"%s\"", tl_kind_name(ev->kind),
+			 tl_source_name(ev->source));
+		*cell = tl_metric_cell("termline_events_total", labels, TL_METRIC_COUNTER);
+		if (!*cell)
+			return;
+	}
+	**cell += 1;
 }
 
 /* Resets of refused connections have no socket, so no cgroup: the only
@@ -231,17 +242,16 @@ static void sink_emit(void *userdata, struct tl_event *ev)
 	if (!ev->pod_uid[0])
 		tl_metric_add("termline_events_unattributed_total", NULL, 1);
 	if (a->emit_out) {
-		struct json_object *o = tl_event_to_json(ev, true);
-
-		if (o) {
-			fprintf(a->emit_out, "%s\n",
-				json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-									  JSON_C_TO_STRING_NOSLASHESCAPE));
+		/* The document's encoder, with the ids (docs/timeline-format.md). */
+		tl_buf_reset(&a->emit_buf);
+		tl_event_append_json(ev, true, &a->emit_buf);
+		tl_buf_addc(&a->emit_buf, '\n');
+		if (!a->emit_buf.err) {
+			fwrite(a->emit_buf.p, 1, a->emit_buf.len, a->emit_out);
 			fflush(a->emit_out);
-			json_object_put(o);
 		}
 	}
-	if (a->kube && ev->pod_uid[0] && strcmp(ev->type, "pod.deleted") == 0)
+	if (a->kube && ev->pod_uid[0] && ev->kind == TL_KIND_POD_DELETED)
 		schedule_ip_untrack(a, ev->pod_uid);
 	tl_drain_agent_observe(a->drain, ev);
 	if (a->timelines && ev->pod_uid[0]) {
@@ -843,6 +853,7 @@ static void agent_stop(struct agent *a)
 	tl_loop_free(a->loop);
 	if (a->emit_out && a->emit_out != stdout)
 		fclose(a->emit_out);
+	tl_buf_free(&a->emit_buf);
 	tl_options_free(&a->opts);
 }
 
