@@ -101,8 +101,8 @@ static void set_incomplete(struct tl_model *m, const char *why)
 
 static void read_loss(struct tl_model *m)
 {
-	static const char *const keys[] = {"kernelEventsDropped", "eventsAggregated", "eventsDropped",
-					   "diskErrors", "agentRestarts"};
+	static const char *const keys[] = {"kernelEventsDropped", "eventsAggregated",
+					   "eventsDropped", "diskErrors", "agentRestarts"};
 	struct json_object *loss;
 	char buf[64];
 
@@ -174,7 +174,8 @@ static void read_request(struct tl_model *m, struct json_object *ev, int64_t t, 
 		m->n_failed++;
 }
 
-static void read_slices(struct tl_model *m, struct json_object *events, const int64_t *times, size_t n)
+static void read_slices(struct tl_model *m, struct json_object *events, const int64_t *times,
+			size_t n)
 {
 	/* The endpoint is out of service once it left every slice it was
 	 * seen in: remember each slice's last word. */
@@ -283,7 +284,8 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 	if (json_object_object_get_ex(doc, "pod", &pod)) {
 		m->ns = str_of(pod, "namespace");
 		m->name = str_of(pod, "name");
-		if (int_of(pod, "terminationGracePeriodSeconds", &grace) && grace >= 0 && grace < 1000000)
+		if (int_of(pod, "terminationGracePeriodSeconds", &grace) && grace >= 0 &&
+		    grace < 1000000)
 			m->grace_s = (int)grace;
 	}
 	if (json_object_object_get_ex(doc, "containers", &ctrs) &&
@@ -398,7 +400,8 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 	}
 	if (!m->ref_ns) {
 		for (size_t i = 0; i < m->n_ctr; i++)
-			if (m->ctr[i].sigterm_ns && (!m->ref_ns || m->ctr[i].sigterm_ns < m->ref_ns))
+			if (m->ctr[i].sigterm_ns &&
+			    (!m->ref_ns || m->ctr[i].sigterm_ns < m->ref_ns))
 				m->ref_ns = m->ctr[i].sigterm_ns;
 		m->ref_what = "first SIGTERM";
 	}
@@ -429,7 +432,8 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 	}
 	/* A process exit before SIGTERM is not the container's stop. */
 	for (size_t i = 0; i < m->n_ctr; i++)
-		if (m->ctr[i].exit_ns && m->ctr[i].sigterm_ns && m->ctr[i].exit_ns < m->ctr[i].sigterm_ns)
+		if (m->ctr[i].exit_ns && m->ctr[i].sigterm_ns &&
+		    m->ctr[i].exit_ns < m->ctr[i].sigterm_ns)
 			m->ctr[i].exit_ns = 0;
 
 	read_slices(m, events, times, n);

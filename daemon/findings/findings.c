@@ -15,15 +15,15 @@
 #include "findings.h"
 
 const char *const TL_FINDING_RULES[] = {
-	"requests_after_listener_closed",
-	"requests_after_sidecar_exit",
-	"traffic_before_ready",
-	"sigterm_ignored",
-	"sigkill_after_grace",
-	"exit_order",
-	"resets_during_drain",
-	"endpoint_removal_lag",
-	NULL,
+    "requests_after_listener_closed",
+    "requests_after_sidecar_exit",
+    "traffic_before_ready",
+    "sigterm_ignored",
+    "sigkill_after_grace",
+    "exit_order",
+    "resets_during_drain",
+    "endpoint_removal_lag",
+    NULL,
 };
 
 int tl_finding_severity_rank(const char *s)
@@ -159,8 +159,8 @@ static __attribute__((format(printf, 2, 3))) int fb_summary(struct fb *b, const 
 	return put_str(b->f, "summary", buf);
 }
 
-static __attribute__((format(printf, 4, 5))) int fb_reco(struct fb *b, const char *setting,
-							 struct json_object *value, const char *fmt, ...)
+static __attribute__((format(printf, 4, 5))) int
+fb_reco(struct fb *b, const char *setting, struct json_object *value, const char *fmt, ...)
 {
 	struct json_object *r = json_object_new_object();
 	char buf[1024];
@@ -179,7 +179,8 @@ static __attribute__((format(printf, 4, 5))) int fb_reco(struct fb *b, const cha
 		return -ENOMEM;
 	}
 	value = NULL;
-	if (put_str(r, "formula", buf) < 0 || json_object_object_add(b->f, "recommendation", r) < 0) {
+	if (put_str(r, "formula", buf) < 0 ||
+	    json_object_object_add(b->f, "recommendation", r) < 0) {
 		json_object_put(r);
 		return -ENOMEM;
 	}
@@ -195,7 +196,9 @@ static struct json_object *fb_done(const struct tl_model *m, struct fb *b)
 		char buf[1400];
 
 		json_object_object_get_ex(f, "summary", &s);
-		snprintf(buf, sizeof(buf), "%s Timeline incomplete (%s): events may be missing, so the figures are lower bounds.",
+		snprintf(buf, sizeof(buf),
+			 "%s Timeline incomplete (%s): events may be missing, so the figures are "
+			 "lower bounds.",
 			 s ? json_object_get_string(s) : "", m->incomplete_why);
 		if (put_str(f, "summary", buf) < 0 ||
 		    json_object_object_add(f, "incomplete", json_object_new_boolean(1)) < 0)
@@ -266,15 +269,16 @@ static const char *ref_note(const struct tl_model *m)
 	if (m->deletion_ns)
 		return "";
 	return m->ref_ns && strcmp(m->ref_what, "first SIGTERM") == 0
-		? " (no deletion recorded: times are from the first SIGTERM)"
-		: " (no deletion or SIGTERM recorded: times are from the first event)";
+		   ? " (no deletion recorded: times are from the first SIGTERM)"
+		   : " (no deletion or SIGTERM recorded: times are from the first event)";
 }
 
 /* The preStop delay that keeps container ci serving until nothing is sent
  * to it any more: from the reference to the endpoint's removal from every
  * slice (or to the last failed request, whichever is later, or when the
  * removal was not recorded), plus the margin. */
-static int prestop_reco(const struct tl_model *m, struct fb *b, const struct tl_ctr *c, int64_t last_fail_ns)
+static int prestop_reco(const struct tl_model *m, struct fb *b, const struct tl_ctr *c,
+			int64_t last_fail_ns)
 {
 	char setting[256];
 	int64_t cover = m->removed_ns;
@@ -285,15 +289,18 @@ static int prestop_reco(const struct tl_model *m, struct fb *b, const struct tl_
 	if (!cover || (last_fail_ns && last_fail_ns > cover)) {
 		if (last_fail_ns) {
 			cover = last_fail_ns;
-			what = m->removed_ns ? "the last failed request (after the endpoint's removal)"
-					     : "the last failed request (the endpoint's removal was not recorded)";
+			what = m->removed_ns
+				   ? "the last failed request (after the endpoint's removal)"
+				   : "the last failed request (the endpoint's removal was not "
+				     "recorded)";
 		}
 	}
 	if (!cover)
 		return 0;
 	x = rel(m, cover);
 	v = ceil_s(x + TL_FINDINGS_MARGIN_S);
-	snprintf(setting, sizeof(setting), "spec.containers[%s].lifecycle.preStop.sleep.seconds", c->name);
+	snprintf(setting, sizeof(setting), "spec.containers[%s].lifecycle.preStop.sleep.seconds",
+		 c->name);
 	if (put_num(b->numbers, "coverUntilS", x) < 0)
 		return -ENOMEM;
 	if (m->grace_s >= 0 && c->sigterm_ns && c->exit_ns) {
@@ -301,13 +308,15 @@ static int prestop_reco(const struct tl_model *m, struct fb *b, const struct tl_
 		long need = ceil_s((double)v + stop);
 
 		return fb_reco(b, setting, json_object_new_int64(v),
-			       "ceil((%s at %+.3f s) - (%s at 0) + %.0f s margin) = %ld s; then %s stops in %.3f s, "
+			       "ceil((%s at %+.3f s) - (%s at 0) + %.0f s margin) = %ld s; then %s "
+			       "stops in %.3f s, "
 			       "so terminationGracePeriodSeconds >= %ld (now %d)",
 			       what, x, m->ref_what, TL_FINDINGS_MARGIN_S, v, c->name, stop,
 			       need > m->grace_s ? need : (long)m->grace_s, m->grace_s);
 	}
-	return fb_reco(b, setting, json_object_new_int64(v), "ceil((%s at %+.3f s) - (%s at 0) + %.0f s margin) = %ld s",
-		       what, x, m->ref_what, TL_FINDINGS_MARGIN_S, v);
+	return fb_reco(b, setting, json_object_new_int64(v),
+		       "ceil((%s at %+.3f s) - (%s at 0) + %.0f s margin) = %ld s", what, x,
+		       m->ref_what, TL_FINDINGS_MARGIN_S, v);
 }
 
 /* Collects into b the failed requests matching pred; returns how many
@@ -319,7 +328,8 @@ struct span {
 
 typedef bool (*req_pred)(const struct tl_model *m, const struct tl_req *r, const void *arg);
 
-static int collect(const struct tl_model *m, struct fb *b, req_pred pred, const void *arg, struct span *sp)
+static int collect(const struct tl_model *m, struct fb *b, req_pred pred, const void *arg,
+		   struct span *sp)
 {
 	memset(sp, 0, sizeof(*sp));
 	for (size_t i = 0; i < m->n_req; i++) {
@@ -408,7 +418,8 @@ static int rule_listener_closed(const struct tl_model *m, struct json_object *ou
 		}
 		for (size_t k = 0; k < m->n_req; k++) {
 			const struct tl_req *q = &m->reqs[k];
-			const char *fwd = q->ctr >= 0 && (size_t)q->ctr != i ? m->ctr[q->ctr].name : "clients";
+			const char *fwd =
+			    q->ctr >= 0 && (size_t)q->ctr != i ? m->ctr[q->ctr].name : "clients";
 			struct json_object *cnt;
 
 			if (!q->failed || q->dup || !inbound_after(m, q, &a))
@@ -421,10 +432,12 @@ static int rule_listener_closed(const struct tl_model *m, struct json_object *ou
 				return -ENOMEM;
 			}
 		}
-		json_object_object_foreach(by, k, v) {
+		json_object_object_foreach(by, k, v)
+		{
 			size_t n = strlen(who);
 
-			snprintf(who + n, sizeof(who) - n, "%s%s %d", n ? ", " : "", k, json_object_get_int(v));
+			snprintf(who + n, sizeof(who) - n, "%s%s %d", n ? ", " : "", k,
+				 json_object_get_int(v));
 		}
 		if (json_object_object_add(b.numbers, "forwardedBy", by) < 0) {
 			json_object_put(by);
@@ -432,13 +445,18 @@ static int rule_listener_closed(const struct tl_model *m, struct json_object *ou
 			return -ENOMEM;
 		}
 		if (put_time(m, b.numbers, "listenerClosedS", c->listen_closed_ns) < 0 ||
-		    put_int(b.numbers, "port", c->listen_closed_port) < 0 || put_span(m, &b, &sp) < 0 ||
+		    put_int(b.numbers, "port", c->listen_closed_port) < 0 ||
+		    put_span(m, &b, &sp) < 0 ||
 		    put_time(m, b.numbers, "endpointRemovedS", m->removed_ns) < 0 ||
-		    fb_summary(&b, "%zu request%s reached %s after it closed its listener on :%d at %+.3f s%s: "
-				   "forwarded by %s, from %+.3f s to %+.3f s; the endpoint %s.",
-			       sp.n, sp.n == 1 ? "" : "s", c->name, c->listen_closed_port, rel(m, c->listen_closed_ns),
-			       ref_note(m), who, rel(m, sp.first_ns), rel(m, sp.last_ns),
-			       m->removed_ns ? "left every slice later" : "was never seen leaving every slice") < 0 ||
+		    fb_summary(&b,
+			       "%zu request%s reached %s after it closed its listener on :%d at "
+			       "%+.3f s%s: "
+			       "forwarded by %s, from %+.3f s to %+.3f s; the endpoint %s.",
+			       sp.n, sp.n == 1 ? "" : "s", c->name, c->listen_closed_port,
+			       rel(m, c->listen_closed_ns), ref_note(m), who, rel(m, sp.first_ns),
+			       rel(m, sp.last_ns),
+			       m->removed_ns ? "left every slice later"
+					     : "was never seen leaving every slice") < 0 ||
 		    prestop_reco(m, &b, c, sp.last_start_ns) < 0) {
 			fb_free(&b);
 			return -ENOMEM;
@@ -449,7 +467,8 @@ static int rule_listener_closed(const struct tl_model *m, struct json_object *ou
 
 			json_object_object_get_ex(b.f, "summary", &s);
 			snprintf(buf, sizeof(buf), "%.*s left every slice at %+.3f s.",
-				 (int)(strlen(json_object_get_string(s)) - strlen(" left every slice later.")),
+				 (int)(strlen(json_object_get_string(s)) -
+				       strlen(" left every slice later.")),
 				 json_object_get_string(s), rel(m, m->removed_ns));
 			if (put_str(b.f, "summary", buf) < 0) {
 				fb_free(&b);
@@ -509,23 +528,32 @@ static int rule_sidecar_exit(const struct tl_model *m, struct json_object *out)
 			continue;
 		}
 		/* the proxy must outlive the main container's stop */
-		need = c->exit_ns && c->sigterm_ns ? (double)(c->exit_ns - c->sigterm_ns) / 1e9
-		       : (double)(sp.last_ns - (s->sigterm_ns ? s->sigterm_ns : m->ref_ns)) / 1e9;
+		need =
+		    c->exit_ns && c->sigterm_ns
+			? (double)(c->exit_ns - c->sigterm_ns) / 1e9
+			: (double)(sp.last_ns - (s->sigterm_ns ? s->sigterm_ns : m->ref_ns)) / 1e9;
 		v = ceil_s(need + TL_FINDINGS_MARGIN_S);
 		snprintf(setting, sizeof(setting),
-			 "%s as a native sidecar (initContainers[].restartPolicy: Always), else its drain "
-			 "(proxy.istio.io/config terminationDrainDuration) in seconds", s->name);
+			 "%s as a native sidecar (initContainers[].restartPolicy: Always), else "
+			 "its drain "
+			 "(proxy.istio.io/config terminationDrainDuration) in seconds",
+			 s->name);
 		if (put_time(m, b.numbers, "sidecarStoppedS", t_stop) < 0 ||
 		    put_time(m, b.numbers, "sidecarSigtermS", s->sigterm_ns) < 0 ||
-		    put_time(m, b.numbers, "mainExitS", c->exit_ns) < 0 || put_span(m, &b, &sp) < 0 ||
-		    fb_summary(&b, "%zu outbound request%s of %s failed after %s stopped accepting at %+.3f s%s, "
-				   "from %+.3f s to %+.3f s; %s %s.",
-			       sp.n, sp.n == 1 ? "" : "s", c->name, s->name, rel(m, t_stop), ref_note(m),
-			       rel(m, sp.first_ns), rel(m, sp.last_ns), c->name,
-			       c->exit_ns ? "was still running" : "had not exited when the timeline ends") < 0 ||
+		    put_time(m, b.numbers, "mainExitS", c->exit_ns) < 0 ||
+		    put_span(m, &b, &sp) < 0 ||
+		    fb_summary(&b,
+			       "%zu outbound request%s of %s failed after %s stopped accepting at "
+			       "%+.3f s%s, "
+			       "from %+.3f s to %+.3f s; %s %s.",
+			       sp.n, sp.n == 1 ? "" : "s", c->name, s->name, rel(m, t_stop),
+			       ref_note(m), rel(m, sp.first_ns), rel(m, sp.last_ns), c->name,
+			       c->exit_ns ? "was still running"
+					  : "had not exited when the timeline ends") < 0 ||
 		    fb_reco(&b, setting, json_object_new_int64(v),
-			    "ceil((%s's stop: %s %.3f s) + %.0f s margin) = %ld s",
-			    c->name, c->exit_ns && c->sigterm_ns ? "SIGTERM to exit" : "its SIGTERM to its last failed request",
+			    "ceil((%s's stop: %s %.3f s) + %.0f s margin) = %ld s", c->name,
+			    c->exit_ns && c->sigterm_ns ? "SIGTERM to exit"
+							: "its SIGTERM to its last failed request",
 			    need, TL_FINDINGS_MARGIN_S, v) < 0) {
 			fb_free(&b);
 			return -ENOMEM;
@@ -540,7 +568,8 @@ static bool inbound_before(const struct tl_model *m, const struct tl_req *r, con
 {
 	const struct lc_arg *a = arg;
 
-	return r->inbound && r->start_ns < a->t && (!m->deletion_ns || r->start_ns < m->deletion_ns);
+	return r->inbound && r->start_ns < a->t &&
+	       (!m->deletion_ns || r->start_ns < m->deletion_ns);
 }
 
 static int rule_before_ready(const struct tl_model *m, struct json_object *out)
@@ -570,16 +599,22 @@ static int rule_before_ready(const struct tl_model *m, struct json_object *out)
 		gap = (double)(c->listen_ns - sp.first_ns) / 1e9;
 		snprintf(setting, sizeof(setting),
 			 "spec.containers[%s].readinessProbe on :%d (traffic waits for it), or "
-			 "holdApplicationUntilProxyStarts: true", c->name, c->listen_port);
+			 "holdApplicationUntilProxyStarts: true",
+			 c->name, c->listen_port);
 		if (put_time(m, b.numbers, "appListenedS", c->listen_ns) < 0 ||
-		    put_time(m, b.numbers, "proxyListenedS", si >= 0 ? m->ctr[si].listen_ns : 0) < 0 ||
+		    put_time(m, b.numbers, "proxyListenedS", si >= 0 ? m->ctr[si].listen_ns : 0) <
+			0 ||
 		    put_span(m, &b, &sp) < 0 ||
-		    fb_summary(&b, "%zu request%s failed before %s listened on :%d at %+.3f s while %s accepted "
-				   "them: the first %.3f s before.",
-			       sp.n, sp.n == 1 ? "" : "s", c->name, c->listen_port, rel(m, c->listen_ns),
+		    fb_summary(&b,
+			       "%zu request%s failed before %s listened on :%d at %+.3f s while %s "
+			       "accepted "
+			       "them: the first %.3f s before.",
+			       sp.n, sp.n == 1 ? "" : "s", c->name, c->listen_port,
+			       rel(m, c->listen_ns),
 			       si >= 0 ? m->ctr[si].name : "the Pod's address", gap) < 0 ||
 		    fb_reco(&b, setting, json_object_new_int64(ceil_s(gap)),
-			    "%s listened %.3f s after the first request arrived: a probe that passes only once it "
+			    "%s listened %.3f s after the first request arrived: a probe that "
+			    "passes only once it "
 			    "listens keeps the endpoint unready for those ceil(%.3f) = %ld s",
 			    c->name, gap, gap, ceil_s(gap)) < 0) {
 			fb_free(&b);
@@ -604,21 +639,32 @@ static int rule_sigterm_ignored(const struct tl_model *m, struct json_object *ou
 			continue;
 		if (fb_new(&b, "sigterm_ignored", "error") < 0)
 			return -ENOMEM;
-		snprintf(setting, sizeof(setting), "the stop signal handling of %s's PID 1", c->name);
+		snprintf(setting, sizeof(setting), "the stop signal handling of %s's PID 1",
+			 c->name);
 		if (put_time(m, b.numbers, "sigtermS", c->sigterm_ns) < 0 ||
 		    put_time(m, b.numbers, "sigkillS", c->sigkill_ns) < 0 ||
 		    put_int(b.numbers, "pid", c->sigterm_pid) < 0 ||
-		    (end && put_num(b.numbers, "wastedS", (double)(end - c->sigterm_ns) / 1e9) < 0) ||
-		    fb_summary(&b, "%s ignored SIGTERM at %+.3f s (pid %d is PID 1 of its namespace without a "
-				   "handler)%s; it %s.",
-			       c->name, rel(m, c->sigterm_ns), c->sigterm_pid, ref_note(m),
-			       c->sigkill_ns ? "ran on until SIGKILL" : "was not seen stopping") < 0 ||
-		    (end ? fb_reco(&b, setting, json_object_new_string("a SIGTERM handler, or an init (tini, dumb-init) as PID 1"),
-				   "SIGTERM at %+.3f s had no effect; the container ran until %+.3f s: %.3f s of the "
+		    (end &&
+		     put_num(b.numbers, "wastedS", (double)(end - c->sigterm_ns) / 1e9) < 0) ||
+		    fb_summary(
+			&b,
+			"%s ignored SIGTERM at %+.3f s (pid %d is PID 1 of its namespace without a "
+			"handler)%s; it %s.",
+			c->name, rel(m, c->sigterm_ns), c->sigterm_pid, ref_note(m),
+			c->sigkill_ns ? "ran on until SIGKILL" : "was not seen stopping") < 0 ||
+		    (end ? fb_reco(&b, setting,
+				   json_object_new_string(
+				       "a SIGTERM handler, or an init (tini, dumb-init) as PID 1"),
+				   "SIGTERM at %+.3f s had no effect; the container ran until "
+				   "%+.3f s: %.3f s of the "
 				   "grace spent waiting",
-				   rel(m, c->sigterm_ns), rel(m, end), (double)(end - c->sigterm_ns) / 1e9)
-			 : fb_reco(&b, setting, json_object_new_string("a SIGTERM handler, or an init (tini, dumb-init) as PID 1"),
-				   "SIGTERM at %+.3f s had no effect", rel(m, c->sigterm_ns))) < 0) {
+				   rel(m, c->sigterm_ns), rel(m, end),
+				   (double)(end - c->sigterm_ns) / 1e9)
+			 : fb_reco(&b, setting,
+				   json_object_new_string(
+				       "a SIGTERM handler, or an init (tini, dumb-init) as PID 1"),
+				   "SIGTERM at %+.3f s had no effect", rel(m, c->sigterm_ns))) <
+			0) {
 			fb_free(&b);
 			return -ENOMEM;
 		}
@@ -654,7 +700,8 @@ static int rule_sigkill(const struct tl_model *m, struct json_object *out)
 		long v;
 		int r;
 
-		if (c->sandbox || !c->sigkill_ns || (c->sigterm_ns && c->sigkill_ns < c->sigterm_ns))
+		if (c->sandbox || !c->sigkill_ns ||
+		    (c->sigterm_ns && c->sigkill_ns < c->sigterm_ns))
 			continue;
 		if (fb_new(&b, "sigkill_after_grace", "warning") < 0)
 			return -ENOMEM;
@@ -675,16 +722,19 @@ static int rule_sigkill(const struct tl_model *m, struct json_object *out)
 		    put_int(b.numbers, "gracePeriodSeconds", m->grace_s) < 0 ||
 		    put_int(b.numbers, "inFlightAtKill", (int64_t)sp.n) < 0 ||
 		    put_num(b.numbers, "busyUntilS", x) < 0 ||
-		    fb_summary(&b, "%s was killed with SIGKILL at %+.3f s, %.3f s after its SIGTERM, at the end of the "
-				   "grace period (%d s)%s; %zu of its requests were still in flight.",
+		    fb_summary(&b,
+			       "%s was killed with SIGKILL at %+.3f s, %.3f s after its SIGTERM, "
+			       "at the end of the "
+			       "grace period (%d s)%s; %zu of its requests were still in flight.",
 			       c->name, rel(m, c->sigkill_ns),
-			       c->sigterm_ns ? (double)(c->sigkill_ns - c->sigterm_ns) / 1e9 : 0.0, m->grace_s,
-			       ref_note(m), sp.n) < 0 ||
+			       c->sigterm_ns ? (double)(c->sigkill_ns - c->sigterm_ns) / 1e9 : 0.0,
+			       m->grace_s, ref_note(m), sp.n) < 0 ||
 		    fb_reco(&b, "spec.terminationGracePeriodSeconds", json_object_new_int64(v),
-			    "at least ceil((%s at %+.3f s) + %.0f s margin) = %ld s, and more than the %d s that did not "
+			    "at least ceil((%s at %+.3f s) + %.0f s margin) = %ld s, and more than "
+			    "the %d s that did not "
 			    "suffice: a lower bound, since %s had not finished",
-			    busy > c->sigkill_ns ? "its last request" : "the kill", x, TL_FINDINGS_MARGIN_S, v,
-			    m->grace_s, c->name) < 0) {
+			    busy > c->sigkill_ns ? "its last request" : "the kill", x,
+			    TL_FINDINGS_MARGIN_S, v, m->grace_s, c->name) < 0) {
 			fb_free(&b);
 			return -ENOMEM;
 		}
@@ -720,12 +770,19 @@ static int rule_exit_order(const struct tl_model *m, struct json_object *out)
 			return -ENOMEM;
 		gap = (double)(served - t_stop) / 1e9;
 		if (put_time(m, b.numbers, "sidecarStoppedS", t_stop) < 0 ||
-		    put_time(m, b.numbers, "mainServedUntilS", served) < 0 || put_num(b.numbers, "gapS", gap) < 0 ||
-		    fb_summary(&b, "%s stopped at %+.3f s while %s still served until %+.3f s: %.3f s without its proxy%s.",
-			       s->name, rel(m, t_stop), c->name, rel(m, served), gap, ref_note(m)) < 0 ||
-		    fb_reco(&b, "native sidecar: initContainers[].restartPolicy", json_object_new_string("Always"),
-			    "a native sidecar gets its stop signal only after every main container exited: the "
-			    "%.3f s gap (%+.3f s - %+.3f s) closes", gap, rel(m, served), rel(m, t_stop)) < 0) {
+		    put_time(m, b.numbers, "mainServedUntilS", served) < 0 ||
+		    put_num(b.numbers, "gapS", gap) < 0 ||
+		    fb_summary(&b,
+			       "%s stopped at %+.3f s while %s still served until %+.3f s: %.3f s "
+			       "without its proxy%s.",
+			       s->name, rel(m, t_stop), c->name, rel(m, served), gap,
+			       ref_note(m)) < 0 ||
+		    fb_reco(&b, "native sidecar: initContainers[].restartPolicy",
+			    json_object_new_string("Always"),
+			    "a native sidecar gets its stop signal only after every main container "
+			    "exited: the "
+			    "%.3f s gap (%+.3f s - %+.3f s) closes",
+			    gap, rel(m, served), rel(m, t_stop)) < 0) {
 			fb_free(&b);
 			return -ENOMEM;
 		}
@@ -776,19 +833,24 @@ static int rule_resets(const struct tl_model *m, struct json_object *out)
 			fb_free(&b);
 			return -ENOMEM;
 		}
-		snprintf(who + n, sizeof(who) - n, "%s%s %d", n ? ", " : "", m->ctr[i].name, m->ctr[i].resets);
+		snprintf(who + n, sizeof(who) - n, "%s%s %d", n ? ", " : "", m->ctr[i].name,
+			 m->ctr[i].resets);
 	}
-	if ((r = collect(m, &b, reset_like, NULL, &sp)) < 0 || put_int(b.numbers, "resets", total) < 0 ||
-	    put_span(m, &b, &sp) < 0 ||
-	    fb_summary(&b, "%d TCP reset%s after the %s (%s)%s; %zu request%s ended without a response or with "
-			   "the connection reset.",
-		       total, total == 1 ? "" : "s", m->ref_what, who, ref_note(m), sp.n, sp.n == 1 ? "" : "s") < 0 ||
+	if ((r = collect(m, &b, reset_like, NULL, &sp)) < 0 ||
+	    put_int(b.numbers, "resets", total) < 0 || put_span(m, &b, &sp) < 0 ||
+	    fb_summary(&b,
+		       "%d TCP reset%s after the %s (%s)%s; %zu request%s ended without a response "
+		       "or with "
+		       "the connection reset.",
+		       total, total == 1 ? "" : "s", m->ref_what, who, ref_note(m), sp.n,
+		       sp.n == 1 ? "" : "s") < 0 ||
 	    (main_i >= 0 ? prestop_reco(m, &b, &m->ctr[main_i], sp.last_start_ns) : 0) < 0) {
 		fb_free(&b);
 		return r < 0 ? r : -ENOMEM;
 	}
 	if (!json_object_object_get_ex(b.f, "recommendation", NULL) &&
-	    fb_reco(&b, "connection draining before the listener closes", json_object_new_string("preStop sleep"),
+	    fb_reco(&b, "connection draining before the listener closes",
+		    json_object_new_string("preStop sleep"),
 		    "no endpoint removal or failed request was recorded to size it") < 0) {
 		fb_free(&b);
 		return -ENOMEM;
@@ -839,16 +901,18 @@ static int rule_endpoint_lag(const struct tl_model *m, struct json_object *out)
 	if (!stopped)
 		memset(&sp, 0, sizeof(sp));
 	if (m->removed_ns && stopped)
-		snprintf(lag, sizeof(lag), "%.3f s %s", fabs((double)(m->removed_ns - stopped) / 1e9),
-			 late ? "after" : "before");
+		snprintf(lag, sizeof(lag), "%.3f s %s",
+			 fabs((double)(m->removed_ns - stopped) / 1e9), late ? "after" : "before");
 	else
-		snprintf(lag, sizeof(lag), "%s", m->removed_ns ? "(the app was not seen stopping)" : "never");
+		snprintf(lag, sizeof(lag), "%s",
+			 m->removed_ns ? "(the app was not seen stopping)" : "never");
 	if (put_time(m, b.numbers, "readyFalseS", m->ready_false_ns) < 0 ||
 	    put_time(m, b.numbers, "servingFalseS", m->serving_false_ns) < 0 ||
 	    put_time(m, b.numbers, "removedS", m->removed_ns) < 0 ||
 	    put_time(m, b.numbers, "appStoppedServingS", stopped) < 0 ||
-	    ((m->removed_ns && stopped) ? put_num(b.numbers, "lagS", (double)(m->removed_ns - stopped) / 1e9)
-					: put_time(m, b.numbers, "lagS", 0)) < 0 ||
+	    ((m->removed_ns && stopped)
+		 ? put_num(b.numbers, "lagS", (double)(m->removed_ns - stopped) / 1e9)
+		 : put_time(m, b.numbers, "lagS", 0)) < 0 ||
 	    put_int(b.numbers, "slices", m->slices_seen) < 0 || put_span(m, &b, &sp) < 0) {
 		fb_free(&b);
 		return -ENOMEM;
@@ -864,8 +928,10 @@ static int rule_endpoint_lag(const struct tl_model *m, struct json_object *out)
 			snprintf(rm, sizeof(rm), "%+.3f s", rel(m, m->removed_ns));
 		if (stopped)
 			snprintf(st, sizeof(st), "%+.3f s", rel(m, stopped));
-		r = fb_summary(&b, "After the deletion the endpoint went ready:false at %s, serving:false at %s and left "
-				   "%s at %s; %s stopped serving at %s, so the endpoint left %s.",
+		r = fb_summary(&b,
+			       "After the deletion the endpoint went ready:false at %s, "
+			       "serving:false at %s and left "
+			       "%s at %s; %s stopped serving at %s, so the endpoint left %s.",
 			       rf, sf, m->slices_seen == 1 ? "its slice" : "every slice", rm,
 			       main_i >= 0 ? m->ctr[main_i].name : "the app", st, lag);
 	}
@@ -877,7 +943,8 @@ static int rule_endpoint_lag(const struct tl_model *m, struct json_object *out)
 		r = prestop_reco(m, &b, &m->ctr[main_i], sp.last_start_ns);
 	else
 		r = fb_reco(&b, "none", json_object_new_string("no change"),
-			    late ? "the app was not seen stopping" : "the endpoint left before the app stopped serving");
+			    late ? "the app was not seen stopping"
+				 : "the endpoint left before the app stopped serving");
 	if (r < 0) {
 		fb_free(&b);
 		return r;
@@ -886,15 +953,17 @@ static int rule_endpoint_lag(const struct tl_model *m, struct json_object *out)
 }
 
 static const rule_fn RULES[] = {
-	rule_listener_closed, rule_sidecar_exit, rule_before_ready, rule_sigterm_ignored,
-	rule_sigkill, rule_exit_order, rule_resets, rule_endpoint_lag,
+    rule_listener_closed, rule_sidecar_exit, rule_before_ready, rule_sigterm_ignored,
+    rule_sigkill,	  rule_exit_order,   rule_resets,	rule_endpoint_lag,
 };
 
 static int rank_of(struct json_object *f)
 {
 	struct json_object *s;
 
-	return json_object_object_get_ex(f, "severity", &s) ? tl_finding_severity_rank(json_object_get_string(s)) : 0;
+	return json_object_object_get_ex(f, "severity", &s)
+		   ? tl_finding_severity_rank(json_object_get_string(s))
+		   : 0;
 }
 
 int tl_findings_compute(struct json_object *doc, struct json_object **ret)

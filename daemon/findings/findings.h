@@ -58,32 +58,33 @@ extern const char *const TL_FINDING_RULES[];
 /* ---- the model the rules read, also used by the CLI's renderers ---- */
 
 struct tl_req {
-	const char *id;        /* requestId, NULL when none */
+	const char *id; /* requestId, NULL when none */
 	const char *method, *path, *flags, *container, *source;
 	int64_t start_ns, end_ns;
-	int status;            /* 0 = no response */
+	int status; /* 0 = no response */
 	bool inbound;
-	bool failed;           /* no response, 5xx, or an Envoy failure flag */
-	bool dup;              /* a failed request whose ID an earlier failed one has
-				* (the same request on a socket and in the log) */
-	int ctr;               /* index into containers, -1 when unknown */
+	bool failed; /* no response, 5xx, or an Envoy failure flag */
+	bool dup;    /* a failed request whose ID an earlier failed one has
+		      * (the same request on a socket and in the log) */
+	int ctr;     /* index into containers, -1 when unknown */
 };
 
 struct tl_ctr {
-	const char *name;      /* never NULL: "(unknown)" when the document has none */
-	const char *role;      /* "main", "sidecar", "init" or NULL */
+	const char *name; /* never NULL: "(unknown)" when the document has none */
+	const char *role; /* "main", "sidecar", "init" or NULL */
 	bool sandbox;
-	int64_t sigterm_ns;    /* first SIGTERM (0 = none) */
+	int64_t sigterm_ns; /* first SIGTERM (0 = none) */
 	int sigterm_pid;
 	bool sigterm_ignored;
-	int64_t sigkill_ns;    /* first SIGKILL to its main process (0 = none) */
-	int64_t listen_ns;     /* first socket.listen (0 = none) */
+	int64_t sigkill_ns; /* first SIGKILL to its main process (0 = none) */
+	int64_t listen_ns;  /* first socket.listen (0 = none) */
 	int listen_port;
-	int64_t listen_closed_ns; /* first socket.listen_closed at or after the reference (0 = none) */
+	int64_t
+	    listen_closed_ns; /* first socket.listen_closed at or after the reference (0 = none) */
 	int listen_closed_port;
-	int64_t exit_ns;       /* exit of the process that got SIGTERM, else its last exit */
+	int64_t exit_ns; /* exit of the process that got SIGTERM, else its last exit */
 	int exit_code, exit_signal;
-	int resets;            /* tcp.reset_* after the reference */
+	int resets; /* tcp.reset_* after the reference */
 };
 
 struct tl_model {
@@ -91,16 +92,16 @@ struct tl_model {
 	bool complete;
 	char incomplete_why[160]; /* "" when complete */
 	const char *ns, *name;
-	int grace_s;              /* -1 unknown */
-	int64_t deletion_ns;      /* 0 = no pod.deletion_requested */
-	int64_t ref_ns;           /* deletion, else first SIGTERM, else first event */
-	const char *ref_what;     /* "deletion", "first SIGTERM", "first event" */
+	int grace_s;	      /* -1 unknown */
+	int64_t deletion_ns;  /* 0 = no pod.deletion_requested */
+	int64_t ref_ns;	      /* deletion, else first SIGTERM, else first event */
+	const char *ref_what; /* "deletion", "first SIGTERM", "first event" */
 	int64_t ready_false_ns, serving_false_ns, removed_ns, deleted_ns;
 	int slices_seen, slices_removed;
 	int64_t first_ns, last_ns;
 	struct tl_ctr ctr[TL_FINDINGS_MAX_CONTAINERS];
 	size_t n_ctr;
-	struct tl_req *reqs;      /* sorted by start */
+	struct tl_req *reqs; /* sorted by start */
 	size_t n_req;
 	size_t n_failed;
 	bool truncated;

@@ -18,27 +18,34 @@
 
 static struct json_object *doc_new(bool complete)
 {
-	struct json_object *d = json_tokener_parse(
-		"{\"apiVersion\":\"termline/v1\","
-		"\"pod\":{\"namespace\":\"shop\",\"name\":\"web-1\",\"uid\":\"u1\",\"node\":\"n1\",\"ip\":\"10.0.0.5\","
-		"\"owner\":{\"kind\":\"ReplicaSet\",\"name\":\"web-5d9c7\"},\"terminationGracePeriodSeconds\":6},"
-		"\"containers\":[{\"name\":\"app\",\"containerID\":\"containerd://a\",\"role\":\"main\",\"cgroupId\":1},"
-		"{\"name\":\"istio-proxy\",\"containerID\":\"containerd://b\",\"role\":\"sidecar\",\"cgroupId\":2}],"
-		"\"events\":[],\"findings\":[],\"complete\":true,"
-		"\"loss\":{\"kernelEventsDropped\":0,\"eventsAggregated\":0,\"eventsDropped\":0,\"diskErrors\":0,\"agentRestarts\":0},"
-		"\"recorder\":{}}");
+	struct json_object *d =
+	    json_tokener_parse("{\"apiVersion\":\"termline/v1\","
+			       "\"pod\":{\"namespace\":\"shop\",\"name\":\"web-1\",\"uid\":\"u1\","
+			       "\"node\":\"n1\",\"ip\":\"10.0.0.5\","
+			       "\"owner\":{\"kind\":\"ReplicaSet\",\"name\":\"web-5d9c7\"},"
+			       "\"terminationGracePeriodSeconds\":6},"
+			       "\"containers\":[{\"name\":\"app\",\"containerID\":\"containerd://"
+			       "a\",\"role\":\"main\",\"cgroupId\":1},"
+			       "{\"name\":\"istio-proxy\",\"containerID\":\"containerd://"
+			       "b\",\"role\":\"sidecar\",\"cgroupId\":2}],"
+			       "\"events\":[],\"findings\":[],\"complete\":true,"
+			       "\"loss\":{\"kernelEventsDropped\":0,\"eventsAggregated\":0,"
+			       "\"eventsDropped\":0,\"diskErrors\":0,\"agentRestarts\":0},"
+			       "\"recorder\":{}}");
 
 	ck_assert_ptr_nonnull(d);
 	if (!complete) {
 		json_object_object_add(d, "complete", json_object_new_boolean(0));
-		json_object_object_add(json_object_object_get(d, "loss"), "kernelEventsDropped", json_object_new_int(3));
+		json_object_object_add(json_object_object_get(d, "loss"), "kernelEventsDropped",
+				       json_object_new_int(3));
 	}
 	return d;
 }
 
 /* An event at BASE + ms; extra is a JSON object merged in. Events must be
  * added in time order, as the agent writes them. */
-static void ev(struct json_object *d, double ms, const char *type, const char *container, const char *extra)
+static void ev(struct json_object *d, double ms, const char *type, const char *container,
+	       const char *extra)
 {
 	struct json_object *e = extra ? json_tokener_parse(extra) : json_object_new_object();
 	char t[TL_TIME_STRLEN];
@@ -47,20 +54,23 @@ static void ev(struct json_object *d, double ms, const char *type, const char *c
 	tl_time_format(BASE_NS + (int64_t)(ms * 1e6), t);
 	json_object_object_add(e, "time", json_object_new_string(t));
 	json_object_object_add(e, "type", json_object_new_string(type));
-	json_object_object_add(e, "container", container ? json_object_new_string(container) : NULL);
+	json_object_object_add(e, "container",
+			       container ? json_object_new_string(container) : NULL);
 	json_object_array_add(json_object_object_get(d, "events"), e);
 }
 
-static void req(struct json_object *d, double start_ms, double dur_ms, const char *id, int status, const char *flags,
-		const char *container, const char *direction, const char *source)
+static void req(struct json_object *d, double start_ms, double dur_ms, const char *id, int status,
+		const char *flags, const char *container, const char *direction, const char *source)
 {
 	char extra[512], t[TL_TIME_STRLEN];
 
 	tl_time_format(BASE_NS + (int64_t)(start_ms * 1e6), t);
-	snprintf(extra, sizeof(extra),
-		 "{\"source\":\"%s\",\"requestId\":\"%s\",\"method\":\"GET\",\"path\":\"/orders\",\"status\":%d,"
-		 "\"start\":\"%s\",\"durationMs\":%g,\"direction\":\"%s\",\"responseFlags\":\"%s\"}",
-		 source, id, status, t, dur_ms, direction, flags);
+	snprintf(
+	    extra, sizeof(extra),
+	    "{\"source\":\"%s\",\"requestId\":\"%s\",\"method\":\"GET\",\"path\":\"/"
+	    "orders\",\"status\":%d,"
+	    "\"start\":\"%s\",\"durationMs\":%g,\"direction\":\"%s\",\"responseFlags\":\"%s\"}",
+	    source, id, status, t, dur_ms, direction, flags);
 	ev(d, start_ms + dur_ms, "http.request", container, extra);
 }
 
@@ -69,12 +79,14 @@ static void deletion(struct json_object *d, double ms)
 	ev(d, ms, "pod.deletion_requested", NULL, "{\"source\":\"api\",\"gracePeriodSeconds\":6}");
 }
 
-static void sig(struct json_object *d, double ms, const char *c, int pid, const char *signal, const char *result)
+static void sig(struct json_object *d, double ms, const char *c, int pid, const char *signal,
+		const char *result)
 {
 	char extra[256];
 
 	snprintf(extra, sizeof(extra),
-		 "{\"source\":\"kernel\",\"signal\":\"%s\",\"signo\":%d,\"pid\":%d,\"comm\":\"%s\",\"senderPid\":9,"
+		 "{\"source\":\"kernel\",\"signal\":\"%s\",\"signo\":%d,\"pid\":%d,\"comm\":\"%s\","
+		 "\"senderPid\":9,"
 		 "\"senderComm\":\"containerd-shim\",\"result\":\"%s\"}",
 		 signal, strcmp(signal, "SIGKILL") == 0 ? 9 : 15, pid, c, result);
 	ev(d, ms, "process.signal", c, extra);
@@ -84,8 +96,10 @@ static void ex(struct json_object *d, double ms, const char *c, int pid, int cod
 {
 	char extra[200];
 
-	snprintf(extra, sizeof(extra), "{\"source\":\"kernel\",\"pid\":%d,\"comm\":\"%s\",\"exitCode\":%d,\"exitSignal\":%d}",
-		 pid, c, code, signo);
+	snprintf(
+	    extra, sizeof(extra),
+	    "{\"source\":\"kernel\",\"pid\":%d,\"comm\":\"%s\",\"exitCode\":%d,\"exitSignal\":%d}",
+	    pid, c, code, signo);
 	ev(d, ms, "process.exit", c, extra);
 }
 
@@ -93,7 +107,8 @@ static void listen_ev(struct json_object *d, double ms, const char *c, int port,
 {
 	char extra[128];
 
-	snprintf(extra, sizeof(extra), "{\"source\":\"kernel\",\"address\":\"0.0.0.0\",\"port\":%d}", port);
+	snprintf(extra, sizeof(extra),
+		 "{\"source\":\"kernel\",\"address\":\"0.0.0.0\",\"port\":%d}", port);
 	ev(d, ms, closed ? "socket.listen_closed" : "socket.listen", c, extra);
 }
 
@@ -102,14 +117,17 @@ static void endpoint(struct json_object *d, double ms, bool ready, bool serving)
 	char extra[200];
 
 	snprintf(extra, sizeof(extra),
-		 "{\"source\":\"api\",\"service\":\"web\",\"endpointSlice\":\"web-x\",\"ready\":%s,\"serving\":%s,"
-		 "\"terminating\":true}", ready ? "true" : "false", serving ? "true" : "false");
+		 "{\"source\":\"api\",\"service\":\"web\",\"endpointSlice\":\"web-x\",\"ready\":%s,"
+		 "\"serving\":%s,"
+		 "\"terminating\":true}",
+		 ready ? "true" : "false", serving ? "true" : "false");
 	ev(d, ms, "endpoint.condition", NULL, extra);
 }
 
 static void removed(struct json_object *d, double ms)
 {
-	ev(d, ms, "endpoint.removed", NULL, "{\"source\":\"api\",\"service\":\"web\",\"endpointSlice\":\"web-x\"}");
+	ev(d, ms, "endpoint.removed", NULL,
+	   "{\"source\":\"api\",\"service\":\"web\",\"endpointSlice\":\"web-x\"}");
 }
 
 static struct json_object *compute(struct json_object *d)
@@ -211,11 +229,15 @@ START_TEST(listener_closed_boundaries)
 	ck_assert_int_eq((int)num(f, "failedRequests"), 4);
 	ck_assert_double_eq_tol(num(f, "listenerClosedS"), 0.1, 1e-9);
 	ck_assert_double_eq_tol(num(f, "endpointRemovedS"), 1.6, 1e-9);
-	ck_assert_int_eq(json_object_get_int(json_object_object_get(json_object_object_get(
-				 json_object_object_get(f, "numbers"), "forwardedBy"), "istio-proxy")), 4);
+	ck_assert_int_eq(
+	    json_object_get_int(json_object_object_get(
+		json_object_object_get(json_object_object_get(f, "numbers"), "forwardedBy"),
+		"istio-proxy")),
+	    4);
 	/* ceil(1.6 s to the removal + 1 s margin) */
 	ck_assert_int_eq(reco_value(f), 3);
-	ck_assert_str_eq(json_object_get_string(json_object_object_get(json_object_object_get(f, "recommendation"), "setting")),
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(
+			     json_object_object_get(f, "recommendation"), "setting")),
 			 "spec.containers[app].lifecycle.preStop.sleep.seconds");
 	ck_assert_ptr_null(json_object_object_get(f, "incomplete"));
 	/* the lag rule: the app stopped serving 1.5 s before the removal */
@@ -260,7 +282,8 @@ START_TEST(no_deletion_event)
 	ck_assert_ptr_nonnull(f);
 	/* times from the first SIGTERM (50 ms) instead */
 	ck_assert_double_eq_tol(num(f, "listenerClosedS"), 0.05, 1e-9);
-	ck_assert_ptr_nonnull(strstr(json_object_get_string(json_object_object_get(f, "summary")), "no deletion recorded"));
+	ck_assert_ptr_nonnull(strstr(json_object_get_string(json_object_object_get(f, "summary")),
+				     "no deletion recorded"));
 	ck_assert_str_eq(ids_of(f), "inflight,at-close,r-300,r-700");
 	/* ceil(1.55 + 1) */
 	ck_assert_int_eq(reco_value(f), 3);
@@ -280,8 +303,9 @@ START_TEST(incomplete_in_every_finding)
 		struct json_object *f = json_object_array_get_idx(fs, i);
 
 		ck_assert(json_object_get_boolean(json_object_object_get(f, "incomplete")));
-		ck_assert_ptr_nonnull(strstr(json_object_get_string(json_object_object_get(f, "summary")),
-					     "Timeline incomplete (kernelEventsDropped 3)"));
+		ck_assert_ptr_nonnull(
+		    strstr(json_object_get_string(json_object_object_get(f, "summary")),
+			   "Timeline incomplete (kernelEventsDropped 3)"));
 	}
 	json_object_put(fs);
 	json_object_put(d);
@@ -316,7 +340,8 @@ START_TEST(sidecar_exit)
 	f = find(fs, "exit_order");
 	ck_assert_ptr_nonnull(f);
 	ck_assert_double_eq_tol(num(f, "gapS"), 1.1, 1e-9);
-	ck_assert_str_eq(json_object_get_string(json_object_object_get(json_object_object_get(f, "recommendation"), "value")),
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(
+			     json_object_object_get(f, "recommendation"), "value")),
 			 "Always");
 	json_object_put(fs);
 	json_object_put(d);
@@ -367,13 +392,15 @@ START_TEST(sigkill_and_ignored)
 	/* busy until 6.5 s: ceil(6.5 + 1) = 8, more than the 6 s grace */
 	ck_assert_int_eq(reco_value(f), 8);
 	/* errors before warnings */
-	ck_assert_str_eq(json_object_get_string(json_object_object_get(json_object_array_get_idx(fs, 0), "severity")),
+	ck_assert_str_eq(json_object_get_string(
+			     json_object_object_get(json_object_array_get_idx(fs, 0), "severity")),
 			 "error");
 	for (size_t i = 1; i < json_object_array_length(fs); i++)
-		ck_assert_int_le(tl_finding_severity_rank(json_object_get_string(json_object_object_get(
-					 json_object_array_get_idx(fs, i), "severity"))),
-				 tl_finding_severity_rank(json_object_get_string(json_object_object_get(
-					 json_object_array_get_idx(fs, i - 1), "severity"))));
+		ck_assert_int_le(
+		    tl_finding_severity_rank(json_object_get_string(
+			json_object_object_get(json_object_array_get_idx(fs, i), "severity"))),
+		    tl_finding_severity_rank(json_object_get_string(
+			json_object_object_get(json_object_array_get_idx(fs, i - 1), "severity"))));
 	json_object_put(fs);
 	json_object_put(d);
 }
@@ -388,7 +415,8 @@ START_TEST(resets_and_quiet_lag)
 	removed(d, 300);
 	sig(d, 2000, "app", 100, "SIGTERM", "delivered");
 	listen_ev(d, 2010, "app", 8080, true);
-	ev(d, 2020, "tcp.reset_sent", "app", "{\"source\":\"kernel\",\"local\":\"10.0.0.5:8080\",\"remote\":\"10.0.0.9:4000\"}");
+	ev(d, 2020, "tcp.reset_sent", "app",
+	   "{\"source\":\"kernel\",\"local\":\"10.0.0.5:8080\",\"remote\":\"10.0.0.9:4000\"}");
 	ex(d, 2100, "app", 100, 0, 0);
 	fs = compute(d);
 	f = find(fs, "resets_during_drain");

@@ -11,10 +11,11 @@
 #include "cli.h"
 #include "findings.h"
 
-static void line(const struct cli *cli, bool ok, const char *pod, const char *what, const char *evidence)
+static void line(const struct cli *cli, bool ok, const char *pod, const char *what,
+		 const char *evidence)
 {
-	printf("%s%s%s %s %s: %s\n", col(cli, ok ? "green" : "red"), ok ? "PASS" : "FAIL", col(cli, "reset"), pod,
-	       what, evidence);
+	printf("%s%s%s %s %s: %s\n", col(cli, ok ? "green" : "red"), ok ? "PASS" : "FAIL",
+	       col(cli, "reset"), pod, what, evidence);
 }
 
 static int check_one(const struct cli *cli, const char *arg, long max_failed, int *worst)
@@ -26,8 +27,8 @@ static int check_one(const struct cli *cli, const char *arg, long max_failed, in
 	bool failed_any = false;
 
 	if (r != EXIT_FOUND) {
-		printf("%sMISSING%s %s: no timeline (%s)\n", col(cli, "red"), col(cli, "reset"), arg,
-		       r == EXIT_NOT_FOUND ? "not recorded" : "source unreachable");
+		printf("%sMISSING%s %s: no timeline (%s)\n", col(cli, "red"), col(cli, "reset"),
+		       arg, r == EXIT_NOT_FOUND ? "not recorded" : "source unreachable");
 		*worst = EXIT_USAGE;
 		return 0;
 	}
@@ -39,14 +40,15 @@ static int check_one(const struct cli *cli, const char *arg, long max_failed, in
 		return 0;
 	}
 	if (!m.complete) {
-		printf("%sINCOMPLETE%s %s: %s; no assertion can pass on it\n", col(cli, "red"), col(cli, "reset"), arg,
-		       m.incomplete_why);
+		printf("%sINCOMPLETE%s %s: %s; no assertion can pass on it\n", col(cli, "red"),
+		       col(cli, "reset"), arg, m.incomplete_why);
 		*worst = EXIT_USAGE;
 	}
 	if (max_failed >= 0) {
 		size_t n = doc_failed_requests(doc);
 
-		snprintf(ev, sizeof(ev), "%zu failed request%s (at most %ld allowed)", n, n == 1 ? "" : "s", max_failed);
+		snprintf(ev, sizeof(ev), "%zu failed request%s (at most %ld allowed)", n,
+			 n == 1 ? "" : "s", max_failed);
 		line(cli, (long)n <= max_failed, arg, "failed-requests", ev);
 		failed_any |= (long)n > max_failed;
 	}
@@ -60,15 +62,20 @@ static int check_one(const struct cli *cli, const char *arg, long max_failed, in
 			if (c->sandbox || strcmp(c->name, "(unknown)") == 0)
 				continue;
 			if (c->sigkill_ns && (!c->sigterm_ns || c->sigkill_ns >= c->sigterm_ns))
-				snprintf(bad + l, sizeof(bad) - l, "%s%s SIGKILLed at %+.3f s", l ? ", " : "", c->name,
+				snprintf(bad + l, sizeof(bad) - l, "%s%s SIGKILLed at %+.3f s",
+					 l ? ", " : "", c->name,
 					 (double)(c->sigkill_ns - m.ref_ns) / 1e9);
 			else if (c->sigterm_ignored)
-				snprintf(bad + l, sizeof(bad) - l, "%s%s ignored SIGTERM", l ? ", " : "", c->name);
+				snprintf(bad + l, sizeof(bad) - l, "%s%s ignored SIGTERM",
+					 l ? ", " : "", c->name);
 		}
 		if (!m.deletion_ns && !bad[0])
 			snprintf(ev, sizeof(ev), "no deletion recorded");
 		else
-			snprintf(ev, sizeof(ev), "%s", bad[0] ? bad : "every container exited on its own before the grace ended");
+			snprintf(ev, sizeof(ev), "%s",
+				 bad[0]
+				     ? bad
+				     : "every container exited on its own before the grace ended");
 		line(cli, !bad[0] && m.deletion_ns, arg, "graceful", ev);
 		failed_any |= bad[0] || !m.deletion_ns;
 	}
@@ -78,19 +85,24 @@ static int check_one(const struct cli *cli, const char *arg, long max_failed, in
 		for (size_t i = 0; i < json_object_array_length(fs); i++) {
 			struct json_object *f = json_object_array_get_idx(fs, i);
 
-			if (json_str(f, "rule") && strcmp(json_str(f, "rule"), "endpoint_removal_lag") == 0)
+			if (json_str(f, "rule") &&
+			    strcmp(json_str(f, "rule"), "endpoint_removal_lag") == 0)
 				lag = json_path(f, "numbers.lagS");
 		}
 		if (lag && json_object_is_type(lag, json_type_double)) {
 			double v = json_object_get_double(lag);
 
-			snprintf(ev, sizeof(ev), "the endpoint left every slice %.3f s %s the app stopped serving (at most %.3f s allowed)",
+			snprintf(ev, sizeof(ev),
+				 "the endpoint left every slice %.3f s %s the app stopped serving "
+				 "(at most %.3f s allowed)",
 				 v < 0 ? -v : v, v < 0 ? "before" : "after", cli->max_endpoint_lag);
 			line(cli, v <= cli->max_endpoint_lag, arg, "endpoint-lag", ev);
 			failed_any |= v > cli->max_endpoint_lag;
 		} else {
 			line(cli, false, arg, "endpoint-lag",
-			     m.deletion_ns ? "the endpoint's removal or the app's stop was not recorded" : "no deletion recorded");
+			     m.deletion_ns
+				 ? "the endpoint's removal or the app's stop was not recorded"
+				 : "no deletion recorded");
 			failed_any = true;
 		}
 	}

@@ -16,19 +16,19 @@ enum { EXIT_FOUND = 0, EXIT_NOT_FOUND = 1, EXIT_USAGE = 2 };
 
 struct cli {
 	const char *prog;
-	const char *from;       /* DIR, http://HOST:PORT, or NULL: the kubeconfig */
+	const char *from;	/* DIR, http://HOST:PORT, or NULL: the kubeconfig */
 	const char *kubeconfig; /* --kubeconfig, else $KUBECONFIG, else ~/.kube/config */
-	const char *ns;         /* -n */
-	const char *output;     /* -o */
-	const char *out_file;   /* --out */
+	const char *ns;		/* -n */
+	const char *output;	/* -o */
+	const char *out_file;	/* --out */
 	bool all_namespaces;
 	bool color;
 	/* check */
-	long max_failed;        /* -1 = not asserted */
+	long max_failed; /* -1 = not asserted */
 	bool require_graceful;
 	double max_endpoint_lag; /* < 0 = not asserted */
-	long revision;          /* rollout --revision, 0 = the newest replaced */
-	char **args;            /* positional arguments after the verb */
+	long revision;		 /* rollout --revision, 0 = the newest replaced */
+	char **args;		 /* positional arguments after the verb */
 	int nargs;
 };
 
@@ -82,7 +82,8 @@ int cmd_rollout(struct cli *cli);
 
 int render_svg(FILE *f, struct json_object *doc);
 int render_trace(FILE *f, struct json_object *doc);
-int explain_text(FILE *f, const struct cli *cli, struct json_object *doc, struct json_object *findings);
+int explain_text(FILE *f, const struct cli *cli, struct json_object *doc,
+		 struct json_object *findings);
 
 /* One line on stderr, prefixed with the program name. */
 void cli_err(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

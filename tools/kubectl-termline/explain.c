@@ -33,39 +33,54 @@ int explain_text(FILE *f, const struct cli *cli, struct json_object *doc, struct
 {
 	struct json_object *pod = json_path(doc, "pod");
 	size_t n = json_object_array_length(fs);
-	bool complete = json_path(doc, "complete") && json_object_get_boolean(json_path(doc, "complete"));
+	bool complete =
+	    json_path(doc, "complete") && json_object_get_boolean(json_path(doc, "complete"));
 
-	fprintf(f, "%s%s/%s%s: %zu finding%s%s, %zu failed request%s; times are seconds from the deletion request\n",
+	fprintf(f,
+		"%s%s/%s%s: %zu finding%s%s, %zu failed request%s; times are seconds from the "
+		"deletion request\n",
 		col(cli, "bold"), json_str(pod, "namespace") ? json_str(pod, "namespace") : "?",
-		json_str(pod, "name") ? json_str(pod, "name") : "?", col(cli, "reset"), n, n == 1 ? "" : "s",
-		n > 1 ? " (most severe first)" : "", doc_failed_requests(doc), doc_failed_requests(doc) == 1 ? "" : "s");
+		json_str(pod, "name") ? json_str(pod, "name") : "?", col(cli, "reset"), n,
+		n == 1 ? "" : "s", n > 1 ? " (most severe first)" : "", doc_failed_requests(doc),
+		doc_failed_requests(doc) == 1 ? "" : "s");
 	if (!complete)
-		fprintf(f, "%sthe timeline is INCOMPLETE: every finding below may miss events%s\n", col(cli, "red"),
-			col(cli, "reset"));
+		fprintf(f, "%sthe timeline is INCOMPLETE: every finding below may miss events%s\n",
+			col(cli, "red"), col(cli, "reset"));
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *x = json_object_array_get_idx(fs, i), *ids, *nums, *reco;
 		const char *sev = json_str(x, "severity");
 		int rank = tl_finding_severity_rank(sev);
 
-		fprintf(f, "\n%s%-7s %s%s\n", col(cli, rank == 3 ? "red" : rank == 2 ? "yellow" : "dim"),
-			sev ? sev : "?", json_str(x, "rule") ? json_str(x, "rule") : "?", col(cli, "reset"));
+		fprintf(f, "\n%s%-7s %s%s\n",
+			col(cli, rank == 3   ? "red"
+				 : rank == 2 ? "yellow"
+					     : "dim"),
+			sev ? sev : "?", json_str(x, "rule") ? json_str(x, "rule") : "?",
+			col(cli, "reset"));
 		fprintf(f, "  %s\n", json_str(x, "summary") ? json_str(x, "summary") : "");
-		if (json_object_object_get_ex(x, "numbers", &nums) && json_object_is_type(nums, json_type_object)) {
+		if (json_object_object_get_ex(x, "numbers", &nums) &&
+		    json_object_is_type(nums, json_type_object)) {
 			fprintf(f, "  numbers:");
-			json_object_object_foreach(nums, k, v) fprintf(f, " %s=%s", k, json_object_to_json_string(v));
+			json_object_object_foreach(nums, k, v)
+			    fprintf(f, " %s=%s", k, json_object_to_json_string(v));
 			fputc('\n', f);
 		}
-		if (json_object_object_get_ex(x, "requestIds", &ids) && json_object_array_length(ids)) {
+		if (json_object_object_get_ex(x, "requestIds", &ids) &&
+		    json_object_array_length(ids)) {
 			fprintf(f, "  request IDs (%zu):\n", json_object_array_length(ids));
 			wrap_ids(f, ids);
 		}
 		if (json_object_object_get_ex(x, "recommendation", &reco)) {
 			struct json_object *v;
-			const char *vs = json_object_object_get_ex(reco, "value", &v) ? json_object_get_string(v) : "?";
+			const char *vs = json_object_object_get_ex(reco, "value", &v)
+					     ? json_object_get_string(v)
+					     : "?";
 
-			fprintf(f, "  %srecommended:%s %s = %s\n", col(cli, "green"), col(cli, "reset"),
+			fprintf(f, "  %srecommended:%s %s = %s\n", col(cli, "green"),
+				col(cli, "reset"),
 				json_str(reco, "setting") ? json_str(reco, "setting") : "?", vs);
-			fprintf(f, "    because %s\n", json_str(reco, "formula") ? json_str(reco, "formula") : "");
+			fprintf(f, "    because %s\n",
+				json_str(reco, "formula") ? json_str(reco, "formula") : "");
 		}
 	}
 	if (!n)
@@ -97,7 +112,8 @@ int cmd_explain(struct cli *cli)
 	if (cli->output && strcmp(cli->output, "json") == 0) {
 		struct json_object *o = json_object_new_object();
 
-		if (!o || json_object_object_add(o, "findings", json_object_get(fs)) < 0 || print_json(stdout, o) < 0)
+		if (!o || json_object_object_add(o, "findings", json_object_get(fs)) < 0 ||
+		    print_json(stdout, o) < 0)
 			r = EXIT_USAGE;
 		json_object_put(o);
 	} else {

@@ -32,7 +32,8 @@ static void hhmmss(int64_t ns, char *buf, size_t len)
 
 static int row_of(struct json_object *doc, struct row *r)
 {
-	struct json_object *pod = json_path(doc, "pod"), *owner = json_path(doc, "pod.owner"), *fs = NULL;
+	struct json_object *pod = json_path(doc, "pod"), *owner = json_path(doc, "pod.owner"),
+			   *fs = NULL;
 	struct tl_model m;
 	int64_t end;
 
@@ -54,7 +55,8 @@ static int row_of(struct json_object *doc, struct row *r)
 	hhmmss(m.deletion_ns, r->deletion, sizeof(r->deletion));
 	end = m.deleted_ns ? m.deleted_ns : m.last_ns;
 	if (m.deletion_ns && end >= m.deletion_ns)
-		snprintf(r->duration, sizeof(r->duration), "%.1fs", (double)(end - m.deletion_ns) / 1e9);
+		snprintf(r->duration, sizeof(r->duration), "%.1fs",
+			 (double)(end - m.deletion_ns) / 1e9);
 	else
 		snprintf(r->duration, sizeof(r->duration), "-");
 	tl_model_done(&m);
@@ -62,7 +64,8 @@ static int row_of(struct json_object *doc, struct row *r)
 	if (doc_findings(doc, &fs) == 0)
 		r->findings = json_object_array_length(fs);
 	json_object_put(fs);
-	r->complete = json_path(doc, "complete") && json_object_get_boolean(json_path(doc, "complete"));
+	r->complete =
+	    json_path(doc, "complete") && json_object_get_boolean(json_path(doc, "complete"));
 	return 0;
 }
 
@@ -84,7 +87,8 @@ int cmd_list(struct cli *cli)
 	}
 	r = source_open(cli, &src, err, sizeof(err));
 	if (r == 0)
-		r = source_list(src, cli->all_namespaces ? NULL : cli->ns, NULL, NULL, 0, &docs, err, sizeof(err));
+		r = source_list(src, cli->all_namespaces ? NULL : cli->ns, NULL, NULL, 0, &docs,
+				err, sizeof(err));
 	source_free(src);
 	if (r < 0) {
 		cli_err(cli, "%s", err[0] ? err : strerror(-r));
@@ -99,8 +103,9 @@ int cmd_list(struct cli *cli)
 			goto done;
 		}
 	} else if (json_object_array_length(docs)) {
-		printf("%-12s %-32s %-24s %-6s %-20s %-20s %8s %6s %8s %s\n", "NAMESPACE", "POD", "OWNER", "STATE",
-		       "START", "DELETION", "DURATION", "FAILED", "FINDINGS", "COMPLETE");
+		printf("%-12s %-32s %-24s %-6s %-20s %-20s %8s %6s %8s %s\n", "NAMESPACE", "POD",
+		       "OWNER", "STATE", "START", "DELETION", "DURATION", "FAILED", "FINDINGS",
+		       "COMPLETE");
 	}
 	for (size_t i = 0; i < json_object_array_length(docs); i++) {
 		struct row w;
@@ -123,14 +128,18 @@ int cmd_list(struct cli *cli)
 			json_object_object_add(o, "start", json_object_new_string(w.start));
 			json_object_object_add(o, "deletion", json_object_new_string(w.deletion));
 			json_object_object_add(o, "duration", json_object_new_string(w.duration));
-			json_object_object_add(o, "failedRequests", json_object_new_int64((int64_t)w.failed));
-			json_object_object_add(o, "findings", json_object_new_int64((int64_t)w.findings));
+			json_object_object_add(o, "failedRequests",
+					       json_object_new_int64((int64_t)w.failed));
+			json_object_object_add(o, "findings",
+					       json_object_new_int64((int64_t)w.findings));
 			json_object_object_add(o, "complete", json_object_new_boolean(w.complete));
 		} else {
-			printf("%-12s %-32s %-24s %-6s %-20s %-20s %8s %s%6zu%s %8zu %s%s%s\n", w.ns, w.name, w.owner,
-			       w.state, w.start, w.deletion, w.duration, w.failed ? col(cli, "red") : "", w.failed,
-			       w.failed ? col(cli, "reset") : "", w.findings, w.complete ? "" : col(cli, "red"),
-			       w.complete ? "yes" : "NO", w.complete ? "" : col(cli, "reset"));
+			printf("%-12s %-32s %-24s %-6s %-20s %-20s %8s %s%6zu%s %8zu %s%s%s\n",
+			       w.ns, w.name, w.owner, w.state, w.start, w.deletion, w.duration,
+			       w.failed ? col(cli, "red") : "", w.failed,
+			       w.failed ? col(cli, "reset") : "", w.findings,
+			       w.complete ? "" : col(cli, "red"), w.complete ? "yes" : "NO",
+			       w.complete ? "" : col(cli, "reset"));
 		}
 	}
 	if (json && print_json(stdout, out) < 0)

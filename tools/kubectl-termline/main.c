@@ -15,28 +15,28 @@
 #include "termline-config.h"
 
 static const char USAGE[] =
-	"usage:\n"
-	"  kubectl termline list    [--from DIR|URL] [-n NS | -A] [-o text|json]\n"
-	"  kubectl termline show    NS/POD [--from DIR|URL] [-o text|json]\n"
-	"  kubectl termline explain NS/POD [--from DIR|URL] [-o text|json]\n"
-	"  kubectl termline render  NS/POD [--from DIR|URL] -o svg|trace [--out FILE]\n"
-	"  kubectl termline check   NS/POD... [--from DIR|URL] [--max-failed-requests N]\n"
-	"                           [--require-graceful] [--max-endpoint-lag SECONDS]\n"
-	"  kubectl termline rollout deployment/NAME [-n NS] [--revision N] [-o text|json]\n"
-	"\n"
-	"  --from DIR          a termlined state dir (STATE/timelines/...)\n"
-	"  --from URL          one agent, http://HOST:9440\n"
-	"  (default)           the kubeconfig ($KUBECONFIG or ~/.kube/config; --kubeconfig FILE):\n"
-	"                      the agent on the Pod's node, through the API server's pod proxy\n"
-	"Exit status: 0 found, 1 not found, 2 bad usage or unreachable source;\n"
-	"check: 0 all passed, 1 an assertion failed, 2 a timeline missing or incomplete.\n";
+    "usage:\n"
+    "  kubectl termline list    [--from DIR|URL] [-n NS | -A] [-o text|json]\n"
+    "  kubectl termline show    NS/POD [--from DIR|URL] [-o text|json]\n"
+    "  kubectl termline explain NS/POD [--from DIR|URL] [-o text|json]\n"
+    "  kubectl termline render  NS/POD [--from DIR|URL] -o svg|trace [--out FILE]\n"
+    "  kubectl termline check   NS/POD... [--from DIR|URL] [--max-failed-requests N]\n"
+    "                           [--require-graceful] [--max-endpoint-lag SECONDS]\n"
+    "  kubectl termline rollout deployment/NAME [-n NS] [--revision N] [-o text|json]\n"
+    "\n"
+    "  --from DIR          a termlined state dir (STATE/timelines/...)\n"
+    "  --from URL          one agent, http://HOST:9440\n"
+    "  (default)           the kubeconfig ($KUBECONFIG or ~/.kube/config; --kubeconfig FILE):\n"
+    "                      the agent on the Pod's node, through the API server's pod proxy\n"
+    "Exit status: 0 found, 1 not found, 2 bad usage or unreachable source;\n"
+    "check: 0 all passed, 1 an assertion failed, 2 a timeline missing or incomplete.\n";
 
 static const struct {
 	const char *name;
 	int (*fn)(struct cli *);
 } VERBS[] = {
-	{"list", cmd_list}, {"show", cmd_show}, {"explain", cmd_explain}, {"render", cmd_render},
-	{"check", cmd_check}, {"rollout", cmd_rollout},
+    {"list", cmd_list},	    {"show", cmd_show},	  {"explain", cmd_explain},
+    {"render", cmd_render}, {"check", cmd_check}, {"rollout", cmd_rollout},
 };
 
 static int parse_long(const char *s, long min, long *ret)
@@ -54,26 +54,35 @@ static int parse_long(const char *s, long min, long *ret)
 
 int main(int argc, char **argv)
 {
-	enum { O_FROM = 256, O_KUBECONFIG, O_OUT, O_MAXFAIL, O_GRACEFUL, O_LAG, O_REVISION, O_VERSION };
+	enum {
+		O_FROM = 256,
+		O_KUBECONFIG,
+		O_OUT,
+		O_MAXFAIL,
+		O_GRACEFUL,
+		O_LAG,
+		O_REVISION,
+		O_VERSION
+	};
 	static const struct option opts[] = {
-		{"from", required_argument, NULL, O_FROM},
-		{"kubeconfig", required_argument, NULL, O_KUBECONFIG},
-		{"namespace", required_argument, NULL, 'n'},
-		{"all-namespaces", no_argument, NULL, 'A'},
-		{"output", required_argument, NULL, 'o'},
-		{"out", required_argument, NULL, O_OUT},
-		{"max-failed-requests", required_argument, NULL, O_MAXFAIL},
-		{"require-graceful", no_argument, NULL, O_GRACEFUL},
-		{"max-endpoint-lag", required_argument, NULL, O_LAG},
-		{"revision", required_argument, NULL, O_REVISION},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, O_VERSION},
-		{},
+	    {"from", required_argument, NULL, O_FROM},
+	    {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+	    {"namespace", required_argument, NULL, 'n'},
+	    {"all-namespaces", no_argument, NULL, 'A'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"out", required_argument, NULL, O_OUT},
+	    {"max-failed-requests", required_argument, NULL, O_MAXFAIL},
+	    {"require-graceful", no_argument, NULL, O_GRACEFUL},
+	    {"max-endpoint-lag", required_argument, NULL, O_LAG},
+	    {"revision", required_argument, NULL, O_REVISION},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, O_VERSION},
+	    {},
 	};
 	struct cli cli = {
-		.prog = "kubectl-termline",
-		.max_failed = -1,
-		.max_endpoint_lag = -1,
+	    .prog = "kubectl-termline",
+	    .max_failed = -1,
+	    .max_endpoint_lag = -1,
 	};
 	const char *verb;
 	int c, r;
@@ -92,7 +101,9 @@ int main(int argc, char **argv)
 		if (strcmp(VERBS[v].name, verb) == 0)
 			break;
 	if (v == sizeof(VERBS) / sizeof(VERBS[0])) {
-		cli_err(&cli, "unknown verb '%s' (list, show, explain, render, check, rollout; --help)", verb);
+		cli_err(&cli,
+			"unknown verb '%s' (list, show, explain, render, check, rollout; --help)",
+			verb);
 		return EXIT_USAGE;
 	}
 	argv[1] = argv[0];
@@ -135,7 +146,8 @@ int main(int argc, char **argv)
 			errno = 0;
 			d = strtod(optarg, &end);
 			if (errno || end == optarg || *end || !(d >= 0) || d > 1e6) {
-				cli_err(&cli, "--max-endpoint-lag %s: not a number of seconds", optarg);
+				cli_err(&cli, "--max-endpoint-lag %s: not a number of seconds",
+					optarg);
 				return EXIT_USAGE;
 			}
 			cli.max_endpoint_lag = d;
@@ -153,7 +165,8 @@ int main(int argc, char **argv)
 			printf("kubectl-termline %s\n", TERMLINE_VERSION);
 			return 0;
 		default:
-			cli_err(&cli, "%s: unknown option or missing value (--help)", argv[optind - 1]);
+			cli_err(&cli, "%s: unknown option or missing value (--help)",
+				argv[optind - 1]);
 			return EXIT_USAGE;
 		}
 	}

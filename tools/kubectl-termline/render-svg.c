@@ -33,10 +33,18 @@ static void esc(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
 		default:
 			/* XML 1.0 forbids most control characters */
 			if ((unsigned char)*s >= 0x20 || *s == '\t' || *s == '\n')
@@ -77,7 +85,8 @@ static void title(const struct svg *s, int64_t t, const char *text)
 
 static double nice_step(double span_s)
 {
-	static const double steps[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600};
+	static const double steps[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1,    2,	 5,
+				       10,   15,   30,	 60,  120, 300,	 600, 1800, 3600};
 
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
 		if (span_s / steps[i] <= 12)
@@ -98,12 +107,19 @@ static void marker(struct svg *s, struct json_object *ev)
 	describe_event(ev, text, sizeof(text));
 	fprintf(s->f, "<g class=\"ev\">");
 	if (strcmp(t, "pod.deletion_requested") == 0) {
-		fprintf(s->f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>",
+		fprintf(s->f,
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" "
+			"stroke-width=\"2\" stroke-dasharray=\"6 3\"/>",
 			x, TOP - 8, x, y_of((int)s->nl));
-		fprintf(s->f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#d62728\">deletion</text>", x + 3,
-			y_of((int)s->nl) + 12);
+		fprintf(
+		    s->f,
+		    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#d62728\">deletion</text>",
+		    x + 3, y_of((int)s->nl) + 12);
 	} else if (strcmp(t, "process.signal") == 0 && sig && strcmp(sig, "SIGKILL") == 0) {
-		fprintf(s->f, "<path d=\"M%.1f %.1f l10 10 m0 -10 l-10 10\" stroke=\"#8b0000\" stroke-width=\"3\"/>", x - 5, y - 5);
+		fprintf(s->f,
+			"<path d=\"M%.1f %.1f l10 10 m0 -10 l-10 10\" stroke=\"#8b0000\" "
+			"stroke-width=\"3\"/>",
+			x - 5, y - 5);
 	} else if (strcmp(t, "process.signal") == 0) {
 		const char *res = json_str(ev, "result");
 
@@ -114,15 +130,19 @@ static void marker(struct svg *s, struct json_object *ev)
 	} else if (strcmp(t, "process.exit") == 0) {
 		fprintf(s->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"#222\"/>", x, y);
 	} else if (strcmp(t, "socket.listen") == 0 || strcmp(t, "socket.listen_closed") == 0) {
-		fprintf(s->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"9\" height=\"9\" fill=\"%s\"/>", x - 4.5, y - 4.5,
-			strcmp(t, "socket.listen") == 0 ? "#2ca02c" : "#9467bd");
+		fprintf(s->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"9\" height=\"9\" fill=\"%s\"/>",
+			x - 4.5, y - 4.5, strcmp(t, "socket.listen") == 0 ? "#2ca02c" : "#9467bd");
 	} else if (strncmp(t, "tcp.reset", 9) == 0) {
-		fprintf(s->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#d62728\"/>", x, y + 8);
+		fprintf(s->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#d62728\"/>", x,
+			y + 8);
 	} else if (strncmp(t, "endpoint.", 9) == 0) {
 		fprintf(s->f, "<path d=\"M%.1f %.1f l6 6 l-6 6 l-6 -6 z\" fill=\"%s\"/>", x, y - 6,
 			strcmp(t, "endpoint.removed") == 0 ? "#17becf" : "#aec7e8");
 	} else {
-		fprintf(s->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"none\" stroke=\"#7f7f7f\"/>", x, y);
+		fprintf(
+		    s->f,
+		    "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"none\" stroke=\"#7f7f7f\"/>", x,
+		    y);
 	}
 	title(s, at, text);
 	fputs("</g>\n", s->f);
@@ -135,7 +155,8 @@ int render_svg(FILE *f, struct json_object *doc)
 	struct json_object *evs = json_path(doc, "events");
 	int64_t row_end[TL_FINDINGS_MAX_CONTAINERS + 1][ROWS];
 	double step, h;
-	const char *ns = json_str(json_path(doc, "pod"), "namespace"), *name = json_str(json_path(doc, "pod"), "name");
+	const char *ns = json_str(json_path(doc, "pod"), "namespace"),
+		   *name = json_str(json_path(doc, "pod"), "name");
 
 	if (tl_model_build(doc, &m) < 0) {
 		tl_model_done(&m);
@@ -163,9 +184,11 @@ int render_svg(FILE *f, struct json_object *doc)
 		s.t1 += pad;
 	}
 	h = y_of((int)s.nl) + 40;
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\" "
-		   "font-family=\"sans-serif\">\n",
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
+		"viewBox=\"0 0 %d %.0f\" "
+		"font-family=\"sans-serif\">\n",
 		W, h, W, h);
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" fill=\"#ffffff\"/>\n", W, h);
 	fputs("<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">", f);
@@ -175,22 +198,28 @@ int render_svg(FILE *f, struct json_object *doc)
 	fprintf(f, "%s</text>\n", m.complete ? "" : " (timeline INCOMPLETE)");
 	/* lanes */
 	for (size_t i = 0; i < s.nl; i++) {
-		fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", LEFT, y_of((int)i),
-			W - LEFT - RIGHT, LANE_H, i % 2 ? "#f7f7f7" : "#eef3f8");
-		fprintf(f, "<text x=\"10\" y=\"%.1f\" font-size=\"12\">", y_of((int)i) + LANE_H / 2.0 + 4);
+		fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
+			LEFT, y_of((int)i), W - LEFT - RIGHT, LANE_H,
+			i % 2 ? "#f7f7f7" : "#eef3f8");
+		fprintf(f, "<text x=\"10\" y=\"%.1f\" font-size=\"12\">",
+			y_of((int)i) + LANE_H / 2.0 + 4);
 		esc(f, s.lane[i]);
 		fputs("</text>\n", f);
 	}
 	/* time axis: offsets from the reference */
 	step = nice_step((double)(s.t1 - s.t0) / 1e9);
-	for (double k = ceil((double)(s.t0 - s.ref) / 1e9 / step); k * step <= (double)(s.t1 - s.ref) / 1e9; k++) {
+	for (double k = ceil((double)(s.t0 - s.ref) / 1e9 / step);
+	     k * step <= (double)(s.t1 - s.ref) / 1e9; k++) {
 		int64_t t = s.ref + (int64_t)llround(k * step * 1e9);
 		double x = x_of(&s, t);
 		char off[32];
 
 		fmt_offset(off, sizeof(off), t - s.ref);
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#cccccc\" stroke-width=\"0.5\"/>"
-			   "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\" fill=\"#555\">%s</text>\n",
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#cccccc\" "
+			"stroke-width=\"0.5\"/>"
+			"<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\" "
+			"fill=\"#555\">%s</text>\n",
 			x, TOP - 4, x, y_of((int)s.nl), x, TOP - 22 + 8, off);
 	}
 	/* request bars, stacked in rows under the markers */
@@ -210,13 +239,17 @@ int render_svg(FILE *f, struct json_object *doc)
 				row = (int)(i % ROWS);
 			}
 		row_end[lane][row] = r->end_ns;
-		snprintf(text, sizeof(text), "%s %s %s -> %d%s%s id=%s (%.0f ms)", r->inbound ? "inbound" : "outbound",
-			 r->method ? r->method : "?", r->path ? r->path : "?", r->status, r->flags && strcmp(r->flags, "-") ? " " : "",
+		snprintf(text, sizeof(text), "%s %s %s -> %d%s%s id=%s (%.0f ms)",
+			 r->inbound ? "inbound" : "outbound", r->method ? r->method : "?",
+			 r->path ? r->path : "?", r->status,
+			 r->flags && strcmp(r->flags, "-") ? " " : "",
 			 r->flags && strcmp(r->flags, "-") ? r->flags : "", r->id ? r->id : "-",
 			 (double)(r->end_ns - r->start_ns) / 1e6);
-		fprintf(f, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"5\" fill=\"%s\">",
-			r->failed ? "req failed" : "req", x0, y_of(lane) + 28 + row * 6, x1 - x0 < 2 ? 2 : x1 - x0,
-			r->failed ? "#d62728" : "#2ca02c");
+		fprintf(f,
+			"<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"5\" "
+			"fill=\"%s\">",
+			r->failed ? "req failed" : "req", x0, y_of(lane) + 28 + row * 6,
+			x1 - x0 < 2 ? 2 : x1 - x0, r->failed ? "#d62728" : "#2ca02c");
 		title(&s, r->start_ns, text);
 		fputs("</rect>\n", f);
 	}
@@ -224,9 +257,11 @@ int render_svg(FILE *f, struct json_object *doc)
 	for (size_t k = 0; evs && k < json_object_array_length(evs); k++)
 		marker(&s, json_object_array_get_idx(evs, k));
 	/* legend */
-	fprintf(f, "<text x=\"%d\" y=\"%.0f\" font-size=\"10\" fill=\"#555\">"
-		   "orange: SIGTERM, dark red x: SIGKILL, blue: exec (preStop), black: exit, green/purple square: listen/closed, "
-		   "red dot: reset, cyan: endpoint; bars: requests (red failed)</text>\n",
+	fprintf(f,
+		"<text x=\"%d\" y=\"%.0f\" font-size=\"10\" fill=\"#555\">"
+		"orange: SIGTERM, dark red x: SIGKILL, blue: exec (preStop), black: exit, "
+		"green/purple square: listen/closed, "
+		"red dot: reset, cyan: endpoint; bars: requests (red failed)</text>\n",
 		LEFT, h - 12);
 	fputs("</svg>\n", f);
 	tl_model_done(&m);

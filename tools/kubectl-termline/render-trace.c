@@ -30,7 +30,8 @@ static int lane_of(const struct tr *t, const char *c)
 	return 0;
 }
 
-static struct json_object *ev_new(const struct tr *t, const char *name, const char *ph, int64_t at, int lane)
+static struct json_object *ev_new(const struct tr *t, const char *name, const char *ph, int64_t at,
+				  int lane)
 {
 	struct json_object *o = json_object_new_object();
 	char us[40];
@@ -39,7 +40,8 @@ static struct json_object *ev_new(const struct tr *t, const char *name, const ch
 	if (!o)
 		return NULL;
 	/* microseconds with the nanoseconds kept as a fraction */
-	snprintf(us, sizeof(us), "%lld.%03lld", (long long)(d / 1000), (long long)(d % 1000 < 0 ? -(d % 1000) : d % 1000));
+	snprintf(us, sizeof(us), "%lld.%03lld", (long long)(d / 1000),
+		 (long long)(d % 1000 < 0 ? -(d % 1000) : d % 1000));
 	if (json_object_object_add(o, "name", json_object_new_string(name)) < 0 ||
 	    json_object_object_add(o, "ph", json_object_new_string(ph)) < 0 ||
 	    json_object_object_add(o, "ts", json_object_new_double_s((double)d / 1000.0, us)) < 0 ||
@@ -78,8 +80,11 @@ static int span(struct tr *t, const char *name, const char *cat, int64_t from, i
 	if (!from || to < from)
 		return 0;
 	o = ev_new(t, name, "X", from, lane);
-	snprintf(us, sizeof(us), "%lld.%03lld", (long long)((to - from) / 1000), (long long)((to - from) % 1000));
-	if (!o || json_object_object_add(o, "dur", json_object_new_double_s((double)(to - from) / 1000.0, us)) < 0 ||
+	snprintf(us, sizeof(us), "%lld.%03lld", (long long)((to - from) / 1000),
+		 (long long)((to - from) % 1000));
+	if (!o ||
+	    json_object_object_add(
+		o, "dur", json_object_new_double_s((double)(to - from) / 1000.0, us)) < 0 ||
 	    json_object_object_add(o, "cat", json_object_new_string(cat)) < 0)
 		return -ENOMEM;
 	return 0;
@@ -87,7 +92,8 @@ static int span(struct tr *t, const char *name, const char *cat, int64_t from, i
 
 int render_trace(FILE *f, struct json_object *doc)
 {
-	struct json_object *root = json_object_new_object(), *evs = json_path(doc, "events"), *other;
+	struct json_object *root = json_object_new_object(), *evs = json_path(doc, "events"),
+			   *other;
 	struct tr t = {0};
 	struct tl_model m;
 	char title[600], ref[TL_TIME_STRLEN];
@@ -123,7 +129,9 @@ int render_trace(FILE *f, struct json_object *doc)
 	if (json_object_object_add(other, "pod", json_object_new_string(title)) < 0 ||
 	    json_object_object_add(other, "reference", json_object_new_string(m.ref_what)) < 0 ||
 	    json_object_object_add(other, "referenceTime", json_object_new_string(ref)) < 0 ||
-	    json_object_object_add(other, "referenceTs", json_object_new_double((double)(m.ref_ns - t.t0) / 1000.0)) < 0 ||
+	    json_object_object_add(other, "referenceTs",
+				   json_object_new_double((double)(m.ref_ns - t.t0) / 1000.0)) <
+		0 ||
 	    json_object_object_add(other, "complete", json_object_new_boolean(m.complete)) < 0)
 		goto out;
 	if (meta(&t, "process_name", 0, title) < 0)
@@ -145,16 +153,22 @@ int render_trace(FILE *f, struct json_object *doc)
 			const char *ty = json_str(ev, "type"), *cn = json_str(ev, "container");
 			int64_t at = tl_event_time(ev);
 
-			if (ty && cn && strcmp(ty, "process.exec") == 0 && strcmp(cn, c->name) == 0 && at >= m.ref_ns &&
+			if (ty && cn && strcmp(ty, "process.exec") == 0 &&
+			    strcmp(cn, c->name) == 0 && at >= m.ref_ns &&
 			    (!c->sigterm_ns || at < c->sigterm_ns)) {
 				prestop = at;
 				break;
 			}
 		}
-		if (prestop && span(&t, "preStop", "termination", prestop, c->sigterm_ns ? c->sigterm_ns : m.last_ns, lane) < 0)
+		if (prestop && span(&t, "preStop", "termination", prestop,
+				    c->sigterm_ns ? c->sigterm_ns : m.last_ns, lane) < 0)
 			goto out;
-		if (c->sigterm_ns && span(&t, c->sigkill_ns ? "stop (killed)" : "stop", "termination", c->sigterm_ns,
-					  c->exit_ns ? c->exit_ns : c->sigkill_ns ? c->sigkill_ns : m.last_ns, lane) < 0)
+		if (c->sigterm_ns &&
+		    span(&t, c->sigkill_ns ? "stop (killed)" : "stop", "termination", c->sigterm_ns,
+			 c->exit_ns	 ? c->exit_ns
+			 : c->sigkill_ns ? c->sigkill_ns
+					 : m.last_ns,
+			 lane) < 0)
 			goto out;
 	}
 	/* requests: async slices, one id each */
@@ -164,19 +178,29 @@ int render_trace(FILE *f, struct json_object *doc)
 		char name[400], id[32];
 		struct json_object *b, *e, *args;
 
-		snprintf(name, sizeof(name), "%s %s %d%s%s", q->method ? q->method : "?", q->path ? q->path : "?", q->status,
-			 q->flags && strcmp(q->flags, "-") ? " " : "", q->flags && strcmp(q->flags, "-") ? q->flags : "");
+		snprintf(name, sizeof(name), "%s %s %d%s%s", q->method ? q->method : "?",
+			 q->path ? q->path : "?", q->status,
+			 q->flags && strcmp(q->flags, "-") ? " " : "",
+			 q->flags && strcmp(q->flags, "-") ? q->flags : "");
 		snprintf(id, sizeof(id), "0x%zx", i + 1);
 		b = ev_new(&t, name, "b", q->start_ns, lane);
 		e = ev_new(&t, name, "e", q->end_ns, lane);
 		args = json_object_new_object();
-		if (!b || !e || !args || json_object_object_add(b, "cat", json_object_new_string(q->failed ? "request,failed" : "request")) < 0 ||
-		    json_object_object_add(e, "cat", json_object_new_string(q->failed ? "request,failed" : "request")) < 0 ||
+		if (!b || !e || !args ||
+		    json_object_object_add(
+			b, "cat",
+			json_object_new_string(q->failed ? "request,failed" : "request")) < 0 ||
+		    json_object_object_add(
+			e, "cat",
+			json_object_new_string(q->failed ? "request,failed" : "request")) < 0 ||
 		    json_object_object_add(b, "id", json_object_new_string(id)) < 0 ||
 		    json_object_object_add(e, "id", json_object_new_string(id)) < 0 ||
-		    json_object_object_add(args, "requestId", q->id ? json_object_new_string(q->id) : NULL) < 0 ||
+		    json_object_object_add(args, "requestId",
+					   q->id ? json_object_new_string(q->id) : NULL) < 0 ||
 		    json_object_object_add(args, "status", json_object_new_int(q->status)) < 0 ||
-		    json_object_object_add(args, "direction", json_object_new_string(q->inbound ? "inbound" : "outbound")) < 0 ||
+		    json_object_object_add(
+			args, "direction",
+			json_object_new_string(q->inbound ? "inbound" : "outbound")) < 0 ||
 		    json_object_object_add(b, "args", args) < 0) {
 			json_object_put(args);
 			goto out;
@@ -193,15 +217,20 @@ int render_trace(FILE *f, struct json_object *doc)
 		if (!ty || !at || strcmp(ty, "http.request") == 0)
 			continue;
 		describe_event(ev, text, sizeof(text));
-		pod_wide = strcmp(ty, "pod.deletion_requested") == 0 || strcmp(ty, "pod.deleted") == 0;
+		pod_wide =
+		    strcmp(ty, "pod.deletion_requested") == 0 || strcmp(ty, "pod.deleted") == 0;
 		o = ev_new(&t, text, "i", at, lane_of(&t, json_str(ev, "container")));
-		if (!o || json_object_object_add(o, "s", json_object_new_string(pod_wide ? "p" : "t")) < 0 ||
+		if (!o ||
+		    json_object_object_add(o, "s", json_object_new_string(pod_wide ? "p" : "t")) <
+			0 ||
 		    json_object_object_add(o, "cat", json_object_new_string(ty)) < 0)
 			goto out;
 	}
-	r = fprintf(f, "%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) < 0
-		    ? -EIO
-		    : 0;
+	r = fprintf(f, "%s\n",
+		    json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
+							     JSON_C_TO_STRING_NOSLASHESCAPE)) < 0
+		? -EIO
+		: 0;
 out:
 	tl_model_done(&m);
 	json_object_put(root);

@@ -44,23 +44,28 @@ static int replicasets(const struct cli *cli, struct source *src, const char *ns
 	r = source_api_get(src, path, &rsl, err, errlen);
 	if (r < 0)
 		goto out;
-	if (json_object_object_get_ex(rsl, "items", &items) && json_object_is_type(items, json_type_array))
+	if (json_object_object_get_ex(rsl, "items", &items) &&
+	    json_object_is_type(items, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(items); i++) {
 			struct json_object *rs = json_object_array_get_idx(items, i), *owners;
 			bool mine = false;
 			long rev = revision_of(rs);
 
-			if (json_object_object_get_ex(json_path(rs, "metadata"), "ownerReferences", &owners) &&
+			if (json_object_object_get_ex(json_path(rs, "metadata"), "ownerReferences",
+						      &owners) &&
 			    json_object_is_type(owners, json_type_array))
 				for (size_t k = 0; k < json_object_array_length(owners); k++) {
-					const char *ou = json_str(json_object_array_get_idx(owners, k), "uid");
+					const char *ou =
+					    json_str(json_object_array_get_idx(owners, k), "uid");
 
 					mine |= ou && uid && strcmp(ou, uid) == 0;
 				}
 			if (!mine || (cli->revision ? rev != cli->revision : rev == current))
 				continue;
-			if (json_object_array_add(names, json_object_new_string(json_str(json_path(rs, "metadata"), "name")
-											 ?: "")) < 0) {
+			if (json_object_array_add(
+				names,
+				json_object_new_string(json_str(json_path(rs, "metadata"), "name")
+							   ?: "")) < 0) {
 				r = -ENOMEM;
 				goto out;
 			}
@@ -95,8 +100,8 @@ static int by_failed(const void *a, const void *b)
 int cmd_rollout(struct cli *cli)
 {
 	const char *arg, *slash, *ns = cli->ns ? cli->ns : "default";
-	struct json_object *names = json_object_new_array(), *docs = NULL, *out = NULL, *by_rule = NULL, *best = NULL,
-			   *worst = NULL;
+	struct json_object *names = json_object_new_array(), *docs = NULL, *out = NULL,
+			   *by_rule = NULL, *best = NULL, *worst = NULL;
 	struct source *src = NULL;
 	struct pod_sum *sums = NULL;
 	char err[1024] = "", name[256];
@@ -112,7 +117,8 @@ int cmd_rollout(struct cli *cli)
 	}
 	arg = cli->args[0];
 	slash = strchr(arg, '/');
-	if (slash && strncmp(arg, "deployment/", 11) && strncmp(arg, "deploy/", 7) && strncmp(arg, "deployments/", 12)) {
+	if (slash && strncmp(arg, "deployment/", 11) && strncmp(arg, "deploy/", 7) &&
+	    strncmp(arg, "deployments/", 12)) {
 		cli_err(cli, "rollout: %s: only deployment/NAME", arg);
 		goto done;
 	}
@@ -151,9 +157,10 @@ int cmd_rollout(struct cli *cli)
 		const char *owner = json_str(json_path(d, "pod.owner"), "name");
 		struct tl_model m;
 
-		if (guessed ? !(owner && strncmp(owner, name, strlen(name)) == 0 && owner[strlen(name)] == '-' &&
-				!strchr(owner + strlen(name) + 1, '-'))
-			    : !name_in(names, owner))
+		if (guessed
+			? !(owner && strncmp(owner, name, strlen(name)) == 0 &&
+			    owner[strlen(name)] == '-' && !strchr(owner + strlen(name) + 1, '-'))
+			: !name_in(names, owner))
 			continue;
 		if (tl_model_build(d, &m) == 0 && m.deletion_ns)
 			terminated++;
@@ -181,7 +188,8 @@ int cmd_rollout(struct cli *cli)
 					continue;
 				}
 				json_object_object_add(agg, "pods", json_object_new_int(0));
-				json_object_object_add(agg, "failedRequests", json_object_new_int(0));
+				json_object_object_add(agg, "failedRequests",
+						       json_object_new_int(0));
 			}
 			json_object_int_inc(json_path(agg, "pods"), 1);
 			if ((v = json_path(f, "numbers.failedRequests")))
@@ -194,14 +202,20 @@ int cmd_rollout(struct cli *cli)
 			if (!reco || !v || !json_object_is_type(v, json_type_int))
 				continue;
 			if (!best || rank > best_rank ||
-			    (rank == best_rank && strcmp(json_str(best, "setting") ?: "", json_str(reco, "setting") ?: "") == 0 &&
-			     json_object_get_int64(v) > json_object_get_int64(json_path(best, "value")))) {
+			    (rank == best_rank &&
+			     strcmp(json_str(best, "setting") ?: "",
+				    json_str(reco, "setting") ?: "") == 0 &&
+			     json_object_get_int64(v) >
+				 json_object_get_int64(json_path(best, "value")))) {
 				struct json_object *copy = NULL;
 
 				if (json_object_deep_copy(reco, &copy, NULL) < 0)
 					continue;
 				json_object_object_add(copy, "rule", json_object_new_string(rule));
-				json_object_object_add(copy, "pod", json_object_new_string(json_str(json_path(d, "pod"), "name") ?: "?"));
+				json_object_object_add(
+				    copy, "pod",
+				    json_object_new_string(json_str(json_path(d, "pod"), "name")
+							       ?: "?"));
 				json_object_put(best);
 				best = copy;
 				best_rank = rank;
@@ -217,8 +231,11 @@ int cmd_rollout(struct cli *cli)
 			json_object_put(w);
 			goto done;
 		}
-		json_object_object_add(w, "pod", json_object_new_string(json_str(json_path(sums[i].doc, "pod"), "name") ?: "?"));
-		json_object_object_add(w, "failedRequests", json_object_new_int64((int64_t)sums[i].failed));
+		json_object_object_add(
+		    w, "pod",
+		    json_object_new_string(json_str(json_path(sums[i].doc, "pod"), "name") ?: "?"));
+		json_object_object_add(w, "failedRequests",
+				       json_object_new_int64((int64_t)sums[i].failed));
 	}
 	if (json) {
 		out = json_object_new_object();
@@ -228,47 +245,60 @@ int cmd_rollout(struct cli *cli)
 		json_object_object_add(out, "namespace", json_object_new_string(ns));
 		json_object_object_add(out, "replicaSets", json_object_get(names));
 		json_object_object_add(out, "pods", json_object_new_int64((int64_t)n));
-		json_object_object_add(out, "podsTerminated", json_object_new_int64((int64_t)terminated));
-		json_object_object_add(out, "failedRequests", json_object_new_int64((int64_t)total));
-		json_object_object_add(out, "incompleteTimelines", json_object_new_int64((int64_t)incomplete));
+		json_object_object_add(out, "podsTerminated",
+				       json_object_new_int64((int64_t)terminated));
+		json_object_object_add(out, "failedRequests",
+				       json_object_new_int64((int64_t)total));
+		json_object_object_add(out, "incompleteTimelines",
+				       json_object_new_int64((int64_t)incomplete));
 		json_object_object_add(out, "byFinding", json_object_get(by_rule));
 		json_object_object_add(out, "worstPods", json_object_get(worst));
 		json_object_object_add(out, "recommendation", json_object_get(best));
 		if (print_json(stdout, out) < 0)
 			goto done;
 	} else {
-		printf("%sdeployment %s/%s%s: %zu Pod%s of %s (%zu terminated), %zu failed request%s\n", col(cli, "bold"), ns,
-		       name, col(cli, "reset"), n, n == 1 ? "" : "s",
-		       guessed ? "ReplicaSets named after it (no API server with --from)" : "the replaced ReplicaSet(s)",
+		printf("%sdeployment %s/%s%s: %zu Pod%s of %s (%zu terminated), %zu failed "
+		       "request%s\n",
+		       col(cli, "bold"), ns, name, col(cli, "reset"), n, n == 1 ? "" : "s",
+		       guessed ? "ReplicaSets named after it (no API server with --from)"
+			       : "the replaced ReplicaSet(s)",
 		       terminated, total, total == 1 ? "" : "s");
 		if (incomplete)
-			printf("%s%zu timeline%s incomplete: the figures are lower bounds%s\n", col(cli, "red"), incomplete,
-			       incomplete == 1 ? "" : "s", col(cli, "reset"));
+			printf("%s%zu timeline%s incomplete: the figures are lower bounds%s\n",
+			       col(cli, "red"), incomplete, incomplete == 1 ? "" : "s",
+			       col(cli, "reset"));
 		if (!guessed)
 			for (size_t i = 0; i < json_object_array_length(names); i++)
-				printf("  replicaset %s\n", json_object_get_string(json_object_array_get_idx(names, i)));
+				printf("  replicaset %s\n",
+				       json_object_get_string(json_object_array_get_idx(names, i)));
 		if (json_object_object_length(by_rule))
 			printf("by finding:\n");
-		json_object_object_foreach(by_rule, k, v) printf("  %-32s %3d Pod%s, %d failed requests\n", k,
-								 json_object_get_int(json_path(v, "pods")),
-								 json_object_get_int(json_path(v, "pods")) == 1 ? " " : "s",
-								 json_object_get_int(json_path(v, "failedRequests")));
+		json_object_object_foreach(by_rule, k, v)
+		    printf("  %-32s %3d Pod%s, %d failed requests\n", k,
+			   json_object_get_int(json_path(v, "pods")),
+			   json_object_get_int(json_path(v, "pods")) == 1 ? " " : "s",
+			   json_object_get_int(json_path(v, "failedRequests")));
 		if (n) {
 			printf("worst Pods:\n");
 			for (size_t i = 0; i < n && i < WORST; i++)
-				printf("  %-40s %zu failed\n", json_str(json_path(sums[i].doc, "pod"), "name") ?: "?", sums[i].failed);
+				printf("  %-40s %zu failed\n",
+				       json_str(json_path(sums[i].doc, "pod"), "name") ?: "?",
+				       sums[i].failed);
 		}
 		if (best)
-			printf("%srecommended for the Deployment:%s %s = %s\n  (the largest any Pod needed: %s, finding %s)\n",
-			       col(cli, "green"), col(cli, "reset"), json_str(best, "setting") ?: "?",
-			       json_object_get_string(json_path(best, "value")), json_str(best, "pod") ?: "?",
-			       json_str(best, "rule") ?: "?");
+			printf("%srecommended for the Deployment:%s %s = %s\n  (the largest any "
+			       "Pod needed: %s, finding %s)\n",
+			       col(cli, "green"), col(cli, "reset"),
+			       json_str(best, "setting") ?: "?",
+			       json_object_get_string(json_path(best, "value")),
+			       json_str(best, "pod") ?: "?", json_str(best, "rule") ?: "?");
 		else
 			printf("no recommendation: no finding with a setting to change\n");
 	}
 	rc = n ? EXIT_FOUND : EXIT_NOT_FOUND;
 	if (!n)
-		fprintf(stderr, "%s: no timelines of deployment %s/%s's Pods\n", cli->prog, ns, name);
+		fprintf(stderr, "%s: no timelines of deployment %s/%s's Pods\n", cli->prog, ns,
+			name);
 done:
 	free(sums);
 	json_object_put(out);

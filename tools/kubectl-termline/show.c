@@ -56,8 +56,8 @@ static bool jbool(struct json_object *o, const char *k, bool d)
 	struct json_object *v;
 
 	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_boolean)
-		       ? json_object_get_boolean(v)
-		       : d;
+		   ? json_object_get_boolean(v)
+		   : d;
 }
 
 #define S(k) (json_str(ev, k) ? json_str(ev, k) : "?")
@@ -69,32 +69,38 @@ void describe_event(struct json_object *ev, char *buf, size_t len)
 	if (!t)
 		t = "?";
 	if (strcmp(t, "pod.deletion_requested") == 0)
-		snprintf(buf, len, "deletion requested (grace %lld s)", jint(ev, "gracePeriodSeconds"));
+		snprintf(buf, len, "deletion requested (grace %lld s)",
+			 jint(ev, "gracePeriodSeconds"));
 	else if (strcmp(t, "pod.condition") == 0)
 		snprintf(buf, len, "condition %s=%s", S("condition"), S("status"));
 	else if (strcmp(t, "container.terminated") == 0)
-		snprintf(buf, len, "terminated: exit code %lld (%s)", jint(ev, "exitCode"), S("reason"));
+		snprintf(buf, len, "terminated: exit code %lld (%s)", jint(ev, "exitCode"),
+			 S("reason"));
 	else if (strcmp(t, "pod.deleted") == 0)
 		snprintf(buf, len, "Pod deleted");
 	else if (strcmp(t, "endpoint.condition") == 0)
-		snprintf(buf, len, "endpoint in %s: ready=%s serving=%s terminating=%s", S("endpointSlice"),
-			 jbool(ev, "ready", true) ? "true" : "false", jbool(ev, "serving", true) ? "true" : "false",
+		snprintf(buf, len, "endpoint in %s: ready=%s serving=%s terminating=%s",
+			 S("endpointSlice"), jbool(ev, "ready", true) ? "true" : "false",
+			 jbool(ev, "serving", true) ? "true" : "false",
 			 jbool(ev, "terminating", false) ? "true" : "false");
 	else if (strcmp(t, "endpoint.removed") == 0)
 		snprintf(buf, len, "endpoint removed from %s", S("endpointSlice"));
 	else if (strcmp(t, "process.signal") == 0)
-		snprintf(buf, len, "%s to %s(%lld) from %s(%lld): %s", S("signal"), S("comm"), jint(ev, "pid"),
-			 S("senderComm"), jint(ev, "senderPid"), S("result"));
+		snprintf(buf, len, "%s to %s(%lld) from %s(%lld): %s", S("signal"), S("comm"),
+			 jint(ev, "pid"), S("senderComm"), jint(ev, "senderPid"), S("result"));
 	else if (strcmp(t, "process.signal_delivered") == 0)
-		snprintf(buf, len, "%s reached a handler in %s(%lld)", S("signal"), S("comm"), jint(ev, "pid"));
+		snprintf(buf, len, "%s reached a handler in %s(%lld)", S("signal"), S("comm"),
+			 jint(ev, "pid"));
 	else if (strcmp(t, "process.exec") == 0)
-		snprintf(buf, len, "exec %s (%s, pid %lld)", S("filename"), S("comm"), jint(ev, "pid"));
+		snprintf(buf, len, "exec %s (%s, pid %lld)", S("filename"), S("comm"),
+			 jint(ev, "pid"));
 	else if (strcmp(t, "process.exit") == 0) {
 		if (jint(ev, "exitSignal"))
-			snprintf(buf, len, "%s(%lld) exited: killed by signal %lld", S("comm"), jint(ev, "pid"),
-				 jint(ev, "exitSignal"));
+			snprintf(buf, len, "%s(%lld) exited: killed by signal %lld", S("comm"),
+				 jint(ev, "pid"), jint(ev, "exitSignal"));
 		else
-			snprintf(buf, len, "%s(%lld) exited: code %lld", S("comm"), jint(ev, "pid"), jint(ev, "exitCode"));
+			snprintf(buf, len, "%s(%lld) exited: code %lld", S("comm"), jint(ev, "pid"),
+				 jint(ev, "exitCode"));
 	} else if (strcmp(t, "socket.listen") == 0)
 		snprintf(buf, len, "listening on %s:%lld", S("address"), jint(ev, "port"));
 	else if (strcmp(t, "socket.listen_closed") == 0)
@@ -105,15 +111,21 @@ void describe_event(struct json_object *ev, char *buf, size_t len)
 		snprintf(buf, len, "reset received %s <- %s", S("local"), S("remote"));
 	else if (strcmp(t, "http.request") == 0) {
 		struct json_object *d;
-		double ms = json_object_object_get_ex(ev, "durationMs", &d) ? json_object_get_double(d) : 0;
+		double ms =
+		    json_object_object_get_ex(ev, "durationMs", &d) ? json_object_get_double(d) : 0;
 		const char *fl = json_str(ev, "responseFlags");
 
-		snprintf(buf, len, "%s %s %s %s -> %lld%s%s id=%s (%.0f ms)", S("direction"), S("method"), S("path"),
-			 json_str(ev, "source") && strcmp(json_str(ev, "source"), "log") == 0 ? "[log]" : "[socket]",
-			 jint(ev, "status"), fl && strcmp(fl, "-") ? " " : "", fl && strcmp(fl, "-") ? fl : "",
+		snprintf(buf, len, "%s %s %s %s -> %lld%s%s id=%s (%.0f ms)", S("direction"),
+			 S("method"), S("path"),
+			 json_str(ev, "source") && strcmp(json_str(ev, "source"), "log") == 0
+			     ? "[log]"
+			     : "[socket]",
+			 jint(ev, "status"), fl && strcmp(fl, "-") ? " " : "",
+			 fl && strcmp(fl, "-") ? fl : "",
 			 json_str(ev, "requestId") ? json_str(ev, "requestId") : "-", ms);
 	} else if (strcmp(t, "events.aggregated") == 0)
-		snprintf(buf, len, "%lld x %s (aggregated)", jint(ev, "count"), S("aggregatedType"));
+		snprintf(buf, len, "%lld x %s (aggregated)", jint(ev, "count"),
+			 S("aggregatedType"));
 	else
 		snprintf(buf, len, "%s", t);
 }
@@ -146,7 +158,8 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc)
 	const char *lane[TL_FINDINGS_MAX_CONTAINERS + 1];
 	int width[TL_FINDINGS_MAX_CONTAINERS + 1];
 	size_t nl = 1;
-	const char *ns = json_str(json_path(doc, "pod"), "namespace"), *name = json_str(json_path(doc, "pod"), "name");
+	const char *ns = json_str(json_path(doc, "pod"), "namespace"),
+		   *name = json_str(json_path(doc, "pod"), "name");
 	int r = tl_model_build(doc, &m);
 
 	if (r < 0) {
@@ -160,13 +173,16 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc)
 			lane[nl++] = m.ctr[i].name;
 	for (size_t i = 0; i < nl; i++)
 		width[i] = (int)strlen(lane[i]) < 3 ? 3 : (int)strlen(lane[i]);
-	fprintf(f, "%s%s/%s%s uid %s on %s: %s%s, grace %d s, %s\n", col(cli, "bold"), ns ? ns : "?", name ? name : "?",
-		col(cli, "reset"), json_str(json_path(doc, "pod"), "uid") ? json_str(json_path(doc, "pod"), "uid") : "?",
-		json_str(json_path(doc, "pod"), "node") ? json_str(json_path(doc, "pod"), "node") : "?",
-		m.deletion_ns ? "offsets from the deletion request" : "offsets from the ",
-		m.deletion_ns ? "" : m.ref_what, m.grace_s, m.complete ? "complete" : "INCOMPLETE");
+	fprintf(
+	    f, "%s%s/%s%s uid %s on %s: %s%s, grace %d s, %s\n", col(cli, "bold"), ns ? ns : "?",
+	    name ? name : "?", col(cli, "reset"),
+	    json_str(json_path(doc, "pod"), "uid") ? json_str(json_path(doc, "pod"), "uid") : "?",
+	    json_str(json_path(doc, "pod"), "node") ? json_str(json_path(doc, "pod"), "node") : "?",
+	    m.deletion_ns ? "offsets from the deletion request" : "offsets from the ",
+	    m.deletion_ns ? "" : m.ref_what, m.grace_s, m.complete ? "complete" : "INCOMPLETE");
 	if (!m.complete)
-		fprintf(f, "%sincomplete: %s%s\n", col(cli, "red"), m.incomplete_why, col(cli, "reset"));
+		fprintf(f, "%sincomplete: %s%s\n", col(cli, "red"), m.incomplete_why,
+			col(cli, "reset"));
 	fprintf(f, "%-9s", "OFFSET");
 	for (size_t i = 0; i < nl; i++)
 		fprintf(f, "  %-*s", width[i], lane[i]);
@@ -184,10 +200,10 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc)
 		describe_event(ev, text, sizeof(text));
 		fprintf(f, "%-9s", off);
 		for (size_t i = 0; i < nl; i++)
-			fprintf(f, "  %s%-*s%s", i == at ? color_of(cli, ev) : "", width[i], i == at ? "*" : "|",
-				i == at ? col(cli, "reset") : "");
-		fprintf(f, "  %s%s%s%s%s\n", color_of(cli, ev), text, c && !at ? " " : "", c && !at ? c : "",
-			*color_of(cli, ev) ? col(cli, "reset") : "");
+			fprintf(f, "  %s%-*s%s", i == at ? color_of(cli, ev) : "", width[i],
+				i == at ? "*" : "|", i == at ? col(cli, "reset") : "");
+		fprintf(f, "  %s%s%s%s%s\n", color_of(cli, ev), text, c && !at ? " " : "",
+			c && !at ? c : "", *color_of(cli, ev) ? col(cli, "reset") : "");
 	}
 	tl_model_done(&m);
 	return EXIT_FOUND;

@@ -25,9 +25,9 @@
 #endif
 
 /* Limits on what a peer (an agent, the API server, a state dir) may hand us. */
-#define DOC_MAX (64u << 20)       /* one timeline document */
-#define LIST_MAX (16u << 20)      /* a list answer */
-#define DOCS_MAX 5000             /* documents read per command */
+#define DOC_MAX (64u << 20)  /* one timeline document */
+#define LIST_MAX (16u << 20) /* a list answer */
+#define DOCS_MAX 5000	     /* documents read per command */
 #define HTTP_TIMEOUT_S 30L
 #define AGENT_NAMESPACE "termline"
 #define AGENT_SELECTOR "app.kubernetes.io/component%%3Dagent" /* pasted into a format */
@@ -37,15 +37,16 @@ enum kind { SRC_DIR, SRC_URL, SRC_KUBE };
 
 struct source {
 	enum kind kind;
-	char *dir;                 /* SRC_DIR */
-	char *url;                 /* SRC_URL, no trailing slash */
-	struct tl_kubeconfig *kc;  /* SRC_KUBE */
+	char *dir;		  /* SRC_DIR */
+	char *url;		  /* SRC_URL, no trailing slash */
+	struct tl_kubeconfig *kc; /* SRC_KUBE */
 	CURL *easy;
-	char agent_for_node[256];  /* cache: the last node's agent */
+	char agent_for_node[256]; /* cache: the last node's agent */
 	char agent_node[256];
 };
 
-static void seterr(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void seterr(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
@@ -75,7 +76,8 @@ int source_open(const struct cli *cli, struct source **ret, char *err, size_t er
 
 	if (!s)
 		return -ENOMEM;
-	if (cli->from && (strncmp(cli->from, "http://", 7) == 0 || strncmp(cli->from, "https://", 8) == 0)) {
+	if (cli->from &&
+	    (strncmp(cli->from, "http://", 7) == 0 || strncmp(cli->from, "https://", 8) == 0)) {
 		size_t n;
 
 		s->kind = SRC_URL;
@@ -170,8 +172,8 @@ static size_t write_cb(char *data, size_t sz, size_t nmemb, void *ud)
 
 /* GET base+path; *ret is the parsed body of a 200. -ENOENT on 404, else
  * -errno with err naming the URL. */
-static int http_get_json(struct source *s, const char *path, size_t max, struct json_object **ret, char *err,
-			 size_t errlen)
+static int http_get_json(struct source *s, const char *path, size_t max, struct json_object **ret,
+			 char *err, size_t errlen)
 {
 	struct curl_slist *hdrs = NULL;
 	struct buf b = {.max = max};
@@ -204,8 +206,9 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 		struct timespec ts;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		r = tl_kubeconfig_credentials(s->kc, false, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000,
-					      &cr_, cerr, sizeof(cerr));
+		r = tl_kubeconfig_credentials(
+		    s->kc, false, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000, &cr_,
+		    cerr, sizeof(cerr));
 		if (r < 0) {
 			seterr(err, errlen, "%s", cerr);
 			goto out;
@@ -219,10 +222,12 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 			r = -EINVAL;
 			if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
 			    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-			    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+			    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) ==
+				CURLUE_OK &&
 			    curl_url_set(u, CURLUPART_HOST, kc->tls_server_name, 0) == CURLUE_OK &&
 			    curl_url_get(u, CURLUPART_URL, &named, 0) == CURLUE_OK &&
-			    asprintf(&connect_to, "%s:%s:%s:%s", kc->tls_server_name, port, host, port) >= 0)
+			    asprintf(&connect_to, "%s:%s:%s:%s", kc->tls_server_name, port, host,
+				     port) >= 0)
 				r = 0;
 			if (r == 0 && curl_easy_setopt(s->easy, CURLOPT_URL, named) != CURLE_OK)
 				r = -EINVAL;
@@ -243,15 +248,19 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 			SETOPT(s->easy, CURLOPT_SSL_VERIFYPEER, 0L);
 			SETOPT(s->easy, CURLOPT_SSL_VERIFYHOST, 0L);
 		} else if (kc->ca_pem) {
-			struct curl_blob cb = {.data = kc->ca_pem, .len = kc->ca_pem_len, .flags = CURL_BLOB_COPY};
+			struct curl_blob cb = {
+			    .data = kc->ca_pem, .len = kc->ca_pem_len, .flags = CURL_BLOB_COPY};
 
 			SETOPT(s->easy, CURLOPT_CAINFO_BLOB, &cb);
 		} else if (kc->ca_file) {
 			SETOPT(s->easy, CURLOPT_CAINFO, kc->ca_file);
 		}
 		if (cr_ && cr_->cert_pem && cr_->key_pem) {
-			struct curl_blob c = {.data = cr_->cert_pem, .len = cr_->cert_pem_len, .flags = CURL_BLOB_COPY};
-			struct curl_blob k = {.data = cr_->key_pem, .len = cr_->key_pem_len, .flags = CURL_BLOB_COPY};
+			struct curl_blob c = {.data = cr_->cert_pem,
+					      .len = cr_->cert_pem_len,
+					      .flags = CURL_BLOB_COPY};
+			struct curl_blob k = {
+			    .data = cr_->key_pem, .len = cr_->key_pem_len, .flags = CURL_BLOB_COPY};
 
 			SETOPT(s->easy, CURLOPT_SSLCERT_BLOB, &c);
 			SETOPT(s->easy, CURLOPT_SSLKEY_BLOB, &k);
@@ -284,7 +293,9 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 	cr = curl_easy_perform(s->easy);
 	if (cr != CURLE_OK) {
 		seterr(err, errlen, "GET %s: %s", url,
-		       b.over ? "answer larger than the limit" : ebuf[0] ? ebuf : curl_easy_strerror(cr));
+		       b.over	 ? "answer larger than the limit"
+		       : ebuf[0] ? ebuf
+				 : curl_easy_strerror(cr));
 		r = b.over ? -EFBIG : -EHOSTUNREACH;
 		goto out;
 	}
@@ -296,7 +307,8 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 		goto out;
 	}
 	if (code != 200) {
-		seterr(err, errlen, "GET %s: HTTP %ld%s%.200s", url, code, b.n ? ": " : "", b.n ? b.p : "");
+		seterr(err, errlen, "GET %s: HTTP %ld%s%.200s", url, code, b.n ? ": " : "",
+		       b.n ? b.p : "");
 		for (char *p = err; *p; p++)
 			if (*p == '\n' || *p == '\r')
 				*p = ' ';
@@ -354,7 +366,8 @@ static int64_t doc_start(struct json_object *doc)
 		for (size_t i = 0; i < json_object_array_length(evs); i++) {
 			struct json_object *e = json_object_array_get_idx(evs, i);
 
-			if (json_str(e, "type") && strcmp(json_str(e, "type"), "pod.deletion_requested") == 0) {
+			if (json_str(e, "type") &&
+			    strcmp(json_str(e, "type"), "pod.deletion_requested") == 0) {
 				t = json_str(e, "time");
 				break;
 			}
@@ -367,7 +380,8 @@ static int64_t doc_start(struct json_object *doc)
 	return ns;
 }
 
-static bool keep(struct json_object *doc, const char *ns, const char *okind, const char *oname, int64_t since)
+static bool keep(struct json_object *doc, const char *ns, const char *okind, const char *oname,
+		 int64_t since)
 {
 	const char *dns = json_str(json_path(doc, "pod"), "namespace");
 	struct json_object *owner = json_path(doc, "pod.owner");
@@ -387,9 +401,11 @@ static bool keep(struct json_object *doc, const char *ns, const char *okind, con
 
 static int by_start_desc(const void *a, const void *b)
 {
-	struct json_object *da = *(struct json_object *const *)a, *db = *(struct json_object *const *)b;
+	struct json_object *da = *(struct json_object *const *)a,
+			   *db = *(struct json_object *const *)b;
 	int64_t x = doc_start(da), y = doc_start(db);
-	const char *na = json_str(json_path(da, "pod"), "name"), *nb = json_str(json_path(db, "pod"), "name");
+	const char *na = json_str(json_path(da, "pod"), "name"),
+		   *nb = json_str(json_path(db, "pod"), "name");
 
 	if (x != y)
 		return x < y ? 1 : -1;
@@ -453,7 +469,8 @@ static int dir_list(struct source *s, struct json_object *out, char *err, size_t
 			size_t n = strlen(fe->d_name);
 			struct json_object *doc;
 
-			if (fe->d_name[0] == '.' || n < 6 || strcmp(fe->d_name + n - 5, ".json") != 0)
+			if (fe->d_name[0] == '.' || n < 6 ||
+			    strcmp(fe->d_name + n - 5, ".json") != 0)
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", nsdir, fe->d_name);
 			if (read_doc(path, &doc) < 0)
@@ -468,8 +485,8 @@ static int dir_list(struct source *s, struct json_object *out, char *err, size_t
 
 /* One agent's /v1/timelines, then each document. The agent may not filter
  * (the filters are an addition to its API): pass them, and filter here. */
-static int agent_list(struct source *s, const char *prefix, const char *ns, struct json_object *out, char *err,
-		      size_t errlen)
+static int agent_list(struct source *s, const char *prefix, const char *ns, struct json_object *out,
+		      char *err, size_t errlen)
 {
 	struct json_object *lst = NULL, *arr;
 	char path[2048], e1[256];
@@ -477,18 +494,21 @@ static int agent_list(struct source *s, const char *prefix, const char *ns, stru
 
 	if (ns && seg(s->easy, ns, e1, sizeof(e1)) < 0)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/v1/timelines%s%s", prefix, ns ? "?namespace=" : "", ns ? e1 : "");
+	snprintf(path, sizeof(path), "%s/v1/timelines%s%s", prefix, ns ? "?namespace=" : "",
+		 ns ? e1 : "");
 	r = http_get_json(s, path, LIST_MAX, &lst, err, errlen);
 	if (r < 0)
 		return r;
-	if (!json_object_object_get_ex(lst, "timelines", &arr) || !json_object_is_type(arr, json_type_array)) {
+	if (!json_object_object_get_ex(lst, "timelines", &arr) ||
+	    !json_object_is_type(arr, json_type_array)) {
 		seterr(err, errlen, "GET %s: no \"timelines\" array", path);
 		json_object_put(lst);
 		return -EBADMSG;
 	}
 	for (size_t i = 0; i < json_object_array_length(arr) && r == 0; i++) {
 		struct json_object *t = json_object_array_get_idx(arr, i), *doc = NULL;
-		const char *tns = json_str(t, "namespace"), *name = json_str(t, "name"), *uid = json_str(t, "uid");
+		const char *tns = json_str(t, "namespace"), *name = json_str(t, "name"),
+			   *uid = json_str(t, "uid");
 		char a[256], b[512], c[256];
 
 		if (!tns || !name || !uid || (ns && strcmp(tns, ns) != 0))
@@ -513,7 +533,8 @@ static int agent_list(struct source *s, const char *prefix, const char *ns, stru
 
 /* The agent Pods (namespace termline, the DaemonSet's labels), optionally
  * only the one on node. Returns an array of pod names. */
-static int agents(struct source *s, const char *node, struct json_object **ret, char *err, size_t errlen)
+static int agents(struct source *s, const char *node, struct json_object **ret, char *err,
+		  size_t errlen)
 {
 	struct json_object *lst, *items, *names;
 	char path[1024], enode[300];
@@ -521,7 +542,8 @@ static int agents(struct source *s, const char *node, struct json_object **ret, 
 
 	if (node && seg(s->easy, node, enode, sizeof(enode)) < 0)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "/api/v1/namespaces/" AGENT_NAMESPACE "/pods?labelSelector=" AGENT_SELECTOR "%s%s",
+	snprintf(path, sizeof(path),
+		 "/api/v1/namespaces/" AGENT_NAMESPACE "/pods?labelSelector=" AGENT_SELECTOR "%s%s",
 		 node ? "&fieldSelector=spec.nodeName%3D" : "", node ? enode : "");
 	r = http_get_json(s, path, LIST_MAX, &lst, err, errlen);
 	if (r < 0)
@@ -531,7 +553,8 @@ static int agents(struct source *s, const char *node, struct json_object **ret, 
 		json_object_put(lst);
 		return -ENOMEM;
 	}
-	if (json_object_object_get_ex(lst, "items", &items) && json_object_is_type(items, json_type_array))
+	if (json_object_object_get_ex(lst, "items", &items) &&
+	    json_object_is_type(items, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(items); i++) {
 			struct json_object *p = json_object_array_get_idx(items, i);
 			const char *n = json_str(json_path(p, "metadata"), "name");
@@ -556,12 +579,13 @@ static int proxy_prefix(struct source *s, const char *agent, char *out, size_t l
 
 	if (seg(s->easy, agent, a, sizeof(a)) < 0)
 		return -ENOMEM;
-	snprintf(out, len, "/api/v1/namespaces/" AGENT_NAMESPACE "/pods/%s:%d/proxy", a, AGENT_PORT);
+	snprintf(out, len, "/api/v1/namespaces/" AGENT_NAMESPACE "/pods/%s:%d/proxy", a,
+		 AGENT_PORT);
 	return 0;
 }
 
-int source_list(struct source *s, const char *ns, const char *okind, const char *oname, int64_t since,
-		struct json_object **ret, char *err, size_t errlen)
+int source_list(struct source *s, const char *ns, const char *okind, const char *oname,
+		int64_t since, struct json_object **ret, char *err, size_t errlen)
 {
 	struct json_object *all = json_object_new_array(), *out = NULL;
 	int r = 0;
@@ -579,8 +603,9 @@ int source_list(struct source *s, const char *ns, const char *okind, const char 
 		for (size_t i = 0; r == 0 && i < json_object_array_length(names); i++) {
 			char prefix[512];
 
-			r = proxy_prefix(s, json_object_get_string(json_object_array_get_idx(names, i)), prefix,
-					 sizeof(prefix));
+			r = proxy_prefix(
+			    s, json_object_get_string(json_object_array_get_idx(names, i)), prefix,
+			    sizeof(prefix));
 			if (r == 0)
 				r = agent_list(s, prefix, ns, all, err, errlen);
 		}
@@ -596,7 +621,8 @@ int source_list(struct source *s, const char *ns, const char *okind, const char 
 	for (size_t i = 0; i < json_object_array_length(all); i++) {
 		struct json_object *d = json_object_array_get_idx(all, i);
 
-		if (keep(d, ns, okind, oname, since) && json_object_array_add(out, json_object_get(d)) < 0) {
+		if (keep(d, ns, okind, oname, since) &&
+		    json_object_array_add(out, json_object_get(d)) < 0) {
 			json_object_put(d);
 			r = -ENOMEM;
 			goto fail;
@@ -612,8 +638,8 @@ fail:
 	return r;
 }
 
-int source_get(struct source *s, const char *ns, const char *name, struct json_object **ret, char *err,
-	       size_t errlen)
+int source_get(struct source *s, const char *ns, const char *name, struct json_object **ret,
+	       char *err, size_t errlen)
 {
 	char a[300], b[600], path[2048];
 	int r;
@@ -674,8 +700,9 @@ int source_get(struct source *s, const char *ns, const char *name, struct json_o
 		for (size_t i = 0; i < json_object_array_length(names) && r == -ENOENT; i++) {
 			char prefix[512];
 
-			if (proxy_prefix(s, json_object_get_string(json_object_array_get_idx(names, i)), prefix,
-					 sizeof(prefix)) < 0) {
+			if (proxy_prefix(
+				s, json_object_get_string(json_object_array_get_idx(names, i)),
+				prefix, sizeof(prefix)) < 0) {
 				r = -ENOMEM;
 				break;
 			}
@@ -684,13 +711,15 @@ int source_get(struct source *s, const char *ns, const char *name, struct json_o
 		}
 		if (r == -ENOENT)
 			seterr(err, errlen, "no timeline of %s/%s on %s agent%s", ns, name,
-			       json_object_array_length(names) ? "any" : "no", json_object_array_length(names) ? "" : "s found");
+			       json_object_array_length(names) ? "any" : "no",
+			       json_object_array_length(names) ? "" : "s found");
 		json_object_put(names);
 		return r;
 	}
 }
 
-int source_api_get(struct source *s, const char *path, struct json_object **ret, char *err, size_t errlen)
+int source_api_get(struct source *s, const char *path, struct json_object **ret, char *err,
+		   size_t errlen)
 {
 	if (s->kind != SRC_KUBE) {
 		seterr(err, errlen, "this needs the API server: use the kubeconfig, not --from");
