@@ -21,6 +21,7 @@
 
 #include "bpf-loader.h"
 #include "capture.h"
+#include "attribution.h"
 #include "cgroup-map.h"
 #include "clock.h"
 #include "drain-agent.h"
@@ -41,19 +42,6 @@
 #define CLOCK_RESAMPLE_MS 60000
 /* Once a second: ring-buffer loss, API errors to log, Pod IPs to expire. */
 #define HOUSEKEEPING_MS 1000
-/* A container's last events (its exit, a reset) sit in the ring buffer for
- * up to one drain period after its cgroup is already removed, and inotify
- * may be read first: removed cgroups stay attributable for a while. */
-#define TOMBSTONES 512
-#define TOMBSTONE_TTL_NS (60LL * 1000000000LL)
-
-struct tombstone {
-	uint64_t cgroup_id;
-	int64_t removed_ns;
-	char pod_uid[TL_UID_MAX];
-	char container_id[TL_CONTAINER_ID_MAX];
-};
-
 struct agent {
 	struct tl_options opts;
 	struct tl_loop *loop;
@@ -75,15 +63,7 @@ struct agent {
 	bool missing_closed;
 	char kernel[256];
 	char api_error[512]; /* last API error logged, to log each one once */
-	struct tombstone tombstones[TOMBSTONES];
-	unsigned next_tombstone;
-	/* Pod IPs to take out of the kernel's reset filter once the Pod's
-	 * timeline has stopped taking late resets. */
-	struct ip_expiry {
-		char ip[64];
-		char uid[TL_UID_MAX];
-		int64_t at_ns;
-	} ip_expiry[256];
+	struct tl_attr *attr; /* an event's Pod and container (daemon/attribution) */
 };
 
 static void count_event(const struct tl_event *ev)
@@ -105,73 +85,15 @@ static void count_event(const struct tl_event *ev)
 	**cell += 1;
 }
 
-/* Resets of refused connections have no socket, so no cgroup: the only
- * link to a Pod is its IP (REFERENCE.md section 5). */
-static void attribute_by_ip(struct agent *a, struct tl_event *ev)
+static const struct tl_attr_tombstone *find_tombstone(const struct agent *a, uint64_t cgroup_id)
 {
-	static const unsigned slots[] = { TL_F_RESET_LOCAL, TL_F_RESET_REMOTE };
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	if (!a->kube || (ev->kind != TL_KIND_TCP_RESET_SENT && ev->kind != TL_KIND_TCP_RESET_RECEIVED))
-		return;
-	for (size_t i = 0; i < 2 && !ev->pod_uid[0]; i++) {
-		const struct tl_value *v = &ev->v[slots[i]];
-		const uint8_t *addr = v->addr;
-		int family = v->family;
-		char ip[INET6_ADDRSTRLEN];
-		const char *uid;
-
-		if (!v->set)
-			continue;
-		if (family == AF_INET6 && memcmp(addr, mapped, sizeof(mapped)) == 0)
-			family = AF_INET, addr += 12;
-		if (!inet_ntop(family, addr, ip, sizeof(ip)))
-			continue;
-		uid = tl_kube_pod_by_ip(a->kube, ip);
-		if (uid)
-			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", uid);
-	}
-}
-
-static const struct tombstone *find_tombstone(const struct agent *a, uint64_t cgroup_id)
-{
-	int64_t now = tl_now_real_ns();
-
-	for (unsigned i = 0; i < TOMBSTONES; i++) {
-		const struct tombstone *t = &a->tombstones[i];
-
-		if (t->cgroup_id == cgroup_id && now - t->removed_ns < TOMBSTONE_TTL_NS)
-			return t;
-	}
-	return NULL;
+	return a->attr ? tl_attr_find_tombstone(a->attr, cgroup_id, tl_now_real_ns()) : NULL;
 }
 
 static void attribute(struct agent *a, struct tl_event *ev)
 {
-	if (ev->cgroup_id && !ev->pod_uid[0]) {
-		const struct tl_cgroup_info *info = tl_cgroup_map_lookup(a->cgroups, ev->cgroup_id);
-		const struct tombstone *t;
-
-		if (info && info->parsed.pod_uid[0]) {
-			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", info->parsed.pod_uid);
-			snprintf(ev->container_id, sizeof(ev->container_id), "%s",
-				 info->parsed.container_id);
-			/* The pause container has no name in the Pod spec. */
-			if (info->parsed.kind == TL_CGROUP_SANDBOX)
-				ev->flags |= TL_EF_SANDBOX;
-		} else if ((t = find_tombstone(a, ev->cgroup_id))) {
-			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", t->pod_uid);
-			snprintf(ev->container_id, sizeof(ev->container_id), "%s", t->container_id);
-		}
-	}
-	if (!ev->pod_uid[0])
-		attribute_by_ip(a, ev);
-	if (a->kube && ev->container_id[0] && !ev->container[0]) {
-		const char *uid = NULL, *name = NULL;
-
-		if (tl_kube_lookup_container(a->kube, ev->container_id, &uid, &name) == 0 && name)
-			snprintf(ev->container, sizeof(ev->container), "%s", name);
-	}
+	if (a->attr)
+		tl_attr_event(a->attr, ev, tl_now_real_ns());
 }
 
 static const char *meta_pod_ip(struct json_object *meta)
@@ -188,48 +110,38 @@ static void schedule_ip_untrack(struct agent *a, const char *uid)
 {
 	struct json_object *meta = tl_kube_pod_meta(a->kube, uid);
 	const char *ip = meta_pod_ip(meta);
-	struct ip_expiry *slot = NULL;
+
 	/* Resets can still land during the linger; a few seconds more for
 	 * the ring's drain and the API's own delay. */
-	int64_t at = tl_now_real_ns() + ((int64_t)a->opts.linger_s + 5) * 1000000000LL;
-
-	if (ip && a->bpf) {
-		for (size_t i = 0; i < sizeof(a->ip_expiry) / sizeof(a->ip_expiry[0]); i++) {
-			struct ip_expiry *e = &a->ip_expiry[i];
-
-			if (!e->ip[0] || strcmp(e->ip, ip) == 0) {
-				slot = e;
-				break;
-			}
-			if (!slot || e->at_ns < slot->at_ns)
-				slot = e;
-		}
-		/* All slots busy: the soonest-due one goes now. */
-		if (slot->ip[0] && strcmp(slot->ip, ip) != 0)
-			tl_bpf_untrack_ip(a->bpf, slot->ip);
-		snprintf(slot->ip, sizeof(slot->ip), "%s", ip);
-		snprintf(slot->uid, sizeof(slot->uid), "%s", uid);
-		slot->at_ns = at;
-	}
+	if (ip && a->bpf && a->attr)
+		tl_attr_ip_expire_at(a->attr, ip, uid,
+				     tl_now_real_ns() + ((int64_t)a->opts.linger_s + 5) * 1000000000LL);
 	json_object_put(meta);
 }
 
-static void expire_pod_ips(struct agent *a)
+static const char *attr_pod_by_ip(void *ud, const char *ip)
 {
-	int64_t now = tl_now_real_ns();
+	struct agent *a = ud;
 
-	for (size_t i = 0; a->bpf && i < sizeof(a->ip_expiry) / sizeof(a->ip_expiry[0]); i++) {
-		struct ip_expiry *e = &a->ip_expiry[i];
-		const char *owner;
+	return a->kube ? tl_kube_pod_by_ip(a->kube, ip) : NULL;
+}
 
-		if (!e->ip[0] || e->at_ns > now)
-			continue;
-		/* The IP may already belong to a new Pod of this node. */
-		owner = tl_kube_pod_by_ip(a->kube, e->ip);
-		if (!owner || strcmp(owner, e->uid) == 0)
-			tl_bpf_untrack_ip(a->bpf, e->ip);
-		e->ip[0] = '\0';
-	}
+static const char *attr_container_name(void *ud, const char *bare_id)
+{
+	struct agent *a = ud;
+	const char *uid = NULL, *name = NULL;
+
+	if (!a->kube || tl_kube_lookup_container(a->kube, bare_id, &uid, &name) < 0)
+		return NULL;
+	return name;
+}
+
+static void attr_untrack_ip(void *ud, const char *ip)
+{
+	struct agent *a = ud;
+
+	if (a->bpf)
+		tl_bpf_untrack_ip(a->bpf, ip);
 }
 
 static void sink_emit(void *userdata, struct tl_event *ev)
@@ -300,12 +212,10 @@ static int pod_has_leaf(void *userdata, const struct tl_cgroup_info *info)
 static void on_cgroup_removed(void *userdata, const struct tl_cgroup_info *info)
 {
 	struct agent *a = userdata;
-	struct tombstone *t = &a->tombstones[a->next_tombstone++ % TOMBSTONES];
+	int64_t removed_ns = tl_now_real_ns();
 
-	t->cgroup_id = info->cgroup_id;
-	t->removed_ns = tl_now_real_ns();
-	snprintf(t->pod_uid, sizeof(t->pod_uid), "%s", info->parsed.pod_uid);
-	snprintf(t->container_id, sizeof(t->container_id), "%s", info->parsed.container_id);
+	if (a->attr)
+		tl_attr_cgroup_removed(a->attr, info, removed_ns);
 	tl_capture_drain(a->capture);
 	tl_capture_cgroup_removed(a->capture, info->cgroup_id);
 	if (a->bpf) {
@@ -321,74 +231,12 @@ static void on_cgroup_removed(void *userdata, const struct tl_cgroup_info *info)
 	    !tl_cgroup_map_foreach(a->cgroups, pod_has_leaf, (void *)info->parsed.pod_uid)) {
 		struct tl_event ev;
 
-		if (tl_event_init(&ev, TL_SRC_KERNEL, "pod.cgroups_removed", t->removed_ns) == 0) {
+		if (tl_event_init_kind(&ev, TL_KIND_POD_CGROUPS_REMOVED, TL_SRC_KERNEL, removed_ns) == 0) {
 			snprintf(ev.pod_uid, sizeof(ev.pod_uid), "%s", info->parsed.pod_uid);
-			tl_event_set_str(&ev, "cgroup", info->path);
+			tl_event_set_s(&ev, TL_F_CGREMOVED_CGROUP, info->path, strlen(info->path));
 			sink_emit(a, &ev);
 		}
 	}
-}
-
-struct sandbox_search {
-	const char *uid;
-	struct json_object *containers;
-	char found[4][TL_CONTAINER_ID_MAX];
-	int n;
-};
-
-static bool meta_has_container(struct json_object *containers, const char *bare_id)
-{
-	size_t n = json_object_array_length(containers);
-
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *id;
-		const char *s, *sep;
-
-		if (!json_object_object_get_ex(json_object_array_get_idx(containers, i), "containerID",
-					       &id) ||
-		    !(s = json_object_get_string(id)))
-			continue;
-		sep = strstr(s, "://");
-		if (strcmp(sep ? sep + 3 : s, bare_id) == 0)
-			return true;
-	}
-	return false;
-}
-
-static int find_sandbox_leaf(void *userdata, const struct tl_cgroup_info *info)
-{
-	struct sandbox_search *ss = userdata;
-
-	if (info->parsed.kind != TL_CGROUP_CONTAINER || info->parsed.nested || info->parsed.conmon ||
-	    strcmp(info->parsed.pod_uid, ss->uid) != 0 ||
-	    meta_has_container(ss->containers, info->parsed.container_id))
-		return 0;
-	if (ss->n < 4)
-		snprintf(ss->found[ss->n++], TL_CONTAINER_ID_MAX, "%s", info->parsed.container_id);
-	return 0;
-}
-
-/* The pause container's leaf looks like any other; it is the one whose id
- * appears in no container status. Only decidable once every container of
- * the Pod has an id. */
-static void mark_sandbox(struct agent *a, const char *uid, struct json_object *containers)
-{
-	struct sandbox_search ss = { .uid = uid, .containers = containers };
-	size_t n = json_object_array_length(containers);
-
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *id;
-
-		if (!json_object_object_get_ex(json_object_array_get_idx(containers, i), "containerID",
-					       &id) ||
-		    json_object_get_string_len(id) == 0)
-			return;
-	}
-	tl_cgroup_map_foreach(a->cgroups, find_sandbox_leaf, &ss);
-	/* More than one unknown leaf means something else is going on
-	 * (a container not in the status yet): mark nothing. */
-	if (ss.n == 1 && tl_cgroup_map_mark_sandbox(a->cgroups, ss.found[0]) == 0)
-		tl_debug("pod %s: sandbox container %.12s", uid, ss.found[0]);
 }
 
 static void on_pod_changed(void *userdata, const char *uid)
@@ -408,7 +256,9 @@ static void on_pod_changed(void *userdata, const char *uid)
 	    json_object_is_type(containers, json_type_array)) {
 		size_t n = json_object_array_length(containers);
 
-		mark_sandbox(a, uid, containers);
+		/* The pause container's leaf looks like any other. */
+		if (a->attr && tl_attr_mark_sandbox(a->attr, uid, containers) > 0)
+			tl_debug("pod %s: sandbox container marked", uid);
 
 		for (size_t i = 0; i < n; i++) {
 			struct json_object *c = json_object_array_get_idx(containers, i), *id;
@@ -462,7 +312,7 @@ static void drain_conn_seen(void *ud, uint64_t cgroup_id, uint64_t count, int64_
 {
 	struct agent *a = ud;
 	const struct tl_cgroup_info *info = tl_cgroup_map_lookup(a->cgroups, cgroup_id);
-	const struct tombstone *t = info ? NULL : find_tombstone(a, cgroup_id);
+	const struct tl_attr_tombstone *t = info ? NULL : find_tombstone(a, cgroup_id);
 	const char *uid = info ? info->parsed.pod_uid : t ? t->pod_uid : NULL;
 
 	if (uid && uid[0])
@@ -507,7 +357,8 @@ static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _u
 			tl_warn("api: %s", e);
 			snprintf(a->api_error, sizeof(a->api_error), "%s", e);
 		}
-		expire_pod_ips(a);
+		if (a->bpf && a->attr)
+			tl_attr_ip_expire(a->attr, tl_now_real_ns());
 	}
 	/* Pods deleted while the agent was down never send pod.deleted: once
 	 * the first LIST is in, their replayed timelines are closed. */
@@ -666,6 +517,20 @@ static int agent_start(struct agent *a)
 				 r == -ENOENT ? "no cgroup2 mount found in /proc/self/mountinfo"
 					      : strerror(-r));
 			return 2;
+		}
+		{
+			struct tl_attr_ops ops = {
+				.pod_by_ip = attr_pod_by_ip,
+				.container_name = attr_container_name,
+				.untrack_ip = attr_untrack_ip,
+				.ud = a,
+			};
+
+			r = tl_attr_new(a->cgroups, &ops, &a->attr);
+			if (r < 0) {
+				tl_error("attribution: %s", strerror(-r));
+				return 1;
+			}
 		}
 		r = tl_cgroup_map_attach(a->cgroups, a->loop);
 		if (r < 0) {
@@ -842,6 +707,7 @@ static void agent_stop(struct agent *a)
 	tl_timelines_free(a->timelines);
 	tl_kube_free(a->kube);
 	tl_cgroup_map_free(a->cgroups);
+	tl_attr_free(a->attr);
 	tl_bpf_free(a->bpf);
 	tl_timer_free(a->clock_timer);
 	tl_timer_free(a->housekeeping_timer);
