@@ -334,6 +334,31 @@ static bool drain_synced(void *ud)
 	return !a->kube || tl_kube_synced(a->kube);
 }
 
+/* A wait for a Pod whose endpoints the gate never saw change (the first
+ * LIST after a restart reports none): read the slices held now. */
+struct drain_seed {
+	struct agent *a;
+	const char *uid;
+};
+
+static void drain_seed_endpoint(void *ud, const char *slice, const char *service, bool ready,
+				bool serving, bool terminating)
+{
+	struct drain_seed *s = ud;
+
+	tl_drain_agent_endpoint(s->a->drain, s->uid, slice, service, ready, serving, terminating,
+				tl_now_real_ns());
+}
+
+static void drain_seed(void *ud, const char *uid)
+{
+	struct agent *a = ud;
+	struct drain_seed s = { .a = a, .uid = uid };
+
+	if (a->kube)
+		tl_kube_foreach_endpoint(a->kube, uid, drain_seed_endpoint, &s);
+}
+
 /* Without the API nothing says a Pod is being deleted: every Pod is
  * unknown (404), and termline-wait serves its fallback sleep. */
 static bool drain_pod_known(void *ud, const char *uid)
@@ -592,6 +617,7 @@ static int agent_start(struct agent *a)
 			.synced = drain_synced,
 			.pod_known = drain_pod_known,
 			.poll = drain_poll,
+			.seed = drain_seed,
 			.ud = a,
 			.emit = { .emit = sink_emit, .userdata = a },
 		};

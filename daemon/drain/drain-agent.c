@@ -25,6 +25,7 @@ struct dpod {
 	struct tl_drain_state st;
 	int64_t touched_ns;
 	unsigned waiters;
+	bool seeded;
 };
 
 struct waiter {
@@ -207,6 +208,15 @@ void tl_drain_agent_connection(struct tl_drain_agent *d, const char *uid, uint64
 	tl_drain_fact_connection(&p->st, count, last_ns);
 	if (last_ns > p->touched_ns)
 		p->touched_ns = last_ns;
+}
+
+void tl_drain_agent_endpoint(struct tl_drain_agent *d, const char *uid, const char *slice,
+			     const char *service, bool ready, bool serving, bool terminating, int64_t t)
+{
+	struct dpod *p = d ? pod_get(d, uid, true) : NULL;
+
+	if (p && tl_drain_fact_endpoint(&p->st, slice, service, ready, serving, terminating, t) == -ENOSPC)
+		tl_metric_add("termline_drain_slices_ignored_total", NULL, 1);
 }
 
 unsigned tl_drain_agent_waiters(const struct tl_drain_agent *d)
@@ -613,6 +623,11 @@ enum MHD_Result tl_drain_agent_http(struct tl_drain_agent *d, struct MHD_Connect
 	if (d->cfg.poll)
 		d->cfg.poll(d->cfg.ud);
 	p = pod_get(d, uid, true);
+	if (p && !p->st.nslices && !p->seeded && d->cfg.seed) {
+		/* once per Pod: a Pod no slice lists stays without slices */
+		p->seeded = true;
+		d->cfg.seed(d->cfg.ud, uid);
+	}
 	if (p) {
 		tl_drain_evaluate(&p->st, now, quiet_ms * 1000000LL, &v);
 		if (v.unmet == TL_DRAIN_MET) {

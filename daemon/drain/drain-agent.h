@@ -25,6 +25,10 @@ struct tl_drain_agent_config {
 	/* Called on every tick while a wait is pending, before the waits are
 	 * evaluated: the place to read kernel counters (drain-conn.h). */
 	void (*poll)(void *ud);
+	/* Called when a wait starts for a Pod no endpoint fact was seen for:
+	 * the first LIST after an agent restart reports no change, so the
+	 * slices held now are fed in (tl_drain_agent_endpoint). NULL = none. */
+	void (*seed)(void *ud, const char *uid);
 	void *ud;
 	/* drain.wait_started / drain.wait_ended go here (the agent's sink). */
 	struct tl_emitter emit;
@@ -51,6 +55,9 @@ void tl_drain_agent_free(struct tl_drain_agent *d);
 void tl_drain_agent_observe(struct tl_drain_agent *d, const struct tl_event *ev);
 void tl_drain_agent_connection(struct tl_drain_agent *d, const char *uid, uint64_t count,
 			       int64_t last_ns);
+/* An endpoint's state as listed now (a seed), observed at time t. */
+void tl_drain_agent_endpoint(struct tl_drain_agent *d, const char *uid, const char *slice,
+			     const char *service, bool ready, bool serving, bool terminating, int64_t t);
 /* Whether some wait is pending (the kernel counters need reading). */
 unsigned tl_drain_agent_waiters(const struct tl_drain_agent *d);
 

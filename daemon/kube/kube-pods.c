@@ -894,6 +894,29 @@ const struct tl_reflector_ops tl_kpods_slice_ops = {
 	.event = slices_event,
 };
 
+size_t tl_kpods_foreach_endpoint(const struct tl_kpods *m, const char *uid, tl_kpods_endpoint_cb cb,
+				 void *ud)
+{
+	struct lh_entry *e;
+	size_t n = 0;
+
+	if (!uid || !uid[0])
+		return 0;
+	lh_foreach(m->slices, e) {
+		const struct kslice *s = lh_entry_v(e);
+
+		for (size_t i = 0; i < s->neps; i++) {
+			const struct kep *k = &s->eps[i];
+
+			if (strcmp(k->pod_uid, uid) != 0)
+				continue;
+			cb(ud, s->name, s->service ? s->service : "", k->ready, k->serving, k->terminating);
+			n++;
+		}
+	}
+	return n;
+}
+
 /* ---- lifetime and lookups ---- */
 
 int tl_kpods_new(const char *node, const struct tl_emitter *emit, struct tl_kpods **ret)

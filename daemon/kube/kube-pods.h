@@ -36,6 +36,13 @@ int tl_kpods_lookup_container(const struct tl_kpods *m, const char *bare_id,
 const char *tl_kpods_pod_by_ip(const struct tl_kpods *m, const char *ip);
 /* New reference (a copy) or NULL when unknown. */
 struct json_object *tl_kpods_pod_meta(const struct tl_kpods *m, const char *uid);
+/* Calls cb for each endpoint of Pod uid in the EndpointSlices held now; the
+ * drained gate reads them when its facts start after the first LIST, which
+ * reports no change (docs/drain.md). Returns how many. */
+typedef void (*tl_kpods_endpoint_cb)(void *ud, const char *slice, const char *service, bool ready,
+				     bool serving, bool terminating);
+size_t tl_kpods_foreach_endpoint(const struct tl_kpods *m, const char *uid, tl_kpods_endpoint_cb cb,
+				 void *ud);
 /* Drops a deleted Pod's retained metadata. */
 void tl_kpods_forget(struct tl_kpods *m, const char *uid);
 

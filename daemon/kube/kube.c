@@ -147,6 +147,12 @@ void tl_kube_forget(struct tl_kube *k, const char *uid)
 	tl_kpods_forget(k->model, uid);
 }
 
+size_t tl_kube_foreach_endpoint(const struct tl_kube *k, const char *uid, tl_kpods_endpoint_cb cb,
+				void *ud)
+{
+	return tl_kpods_foreach_endpoint(k->model, uid, cb, ud);
+}
+
 const char *tl_kube_last_error(const struct tl_kube *k)
 {
 	const char *e = tl_reflector_last_error(k->pods);

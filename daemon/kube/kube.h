@@ -5,6 +5,7 @@
 #include <json-c/json.h>
 
 #include "event.h"
+#include "kube-pods.h"
 #include "loop.h"
 
 /* The agent's view of the API server: this node's Pods and the endpoints
@@ -44,6 +45,9 @@ const char *tl_kube_pod_by_ip(const struct tl_kube *k, const char *ip);
  * reference, kept after the Pod is deleted until tl_kube_forget(). */
 struct json_object *tl_kube_pod_meta(const struct tl_kube *k, const char *uid);
 void tl_kube_forget(struct tl_kube *k, const char *uid);
+/* The Pod's endpoints in the EndpointSlices held now (tl_kpods_foreach_endpoint). */
+size_t tl_kube_foreach_endpoint(const struct tl_kube *k, const char *uid, tl_kpods_endpoint_cb cb,
+				void *ud);
 
 /* Last API error, for a log line ("" when none). */
 const char *tl_kube_last_error(const struct tl_kube *k);

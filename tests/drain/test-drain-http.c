@@ -38,6 +38,8 @@ struct fixture {
 	struct rec rec;
 	bool synced;
 	int polls;
+	int seeds;
+	bool seed_listed; /* the seed finds the Pod listed, ready */
 };
 
 static void rec_emit(void *ud, struct tl_event *ev)
@@ -76,10 +78,19 @@ static void fx_poll(void *ud)
 	((struct fixture *)ud)->polls++;
 }
 
+static void fx_seed(void *ud, const char *uid)
+{
+	struct fixture *f = ud;
+
+	f->seeds++;
+	if (f->seed_listed)
+		tl_drain_agent_endpoint(f->d, uid, "web-s1", "web", true, true, false, tl_now_real_ns());
+}
+
 static void setup(struct fixture *f, unsigned max_waiters)
 {
 	struct tl_drain_agent_config dc = {
-		.synced = fx_synced, .pod_known = fx_known, .poll = fx_poll, .ud = f,
+		.synced = fx_synced, .pod_known = fx_known, .poll = fx_poll, .seed = fx_seed, .ud = f,
 		.emit = { .emit = rec_emit, .userdata = f }, .max_waiters = max_waiters,
 	};
 	struct tl_http_config hc = { .listen = "127.0.0.1:0" };
@@ -373,6 +384,35 @@ START_TEST(cap_and_client_leaving)
 }
 END_TEST
 
+/* After an agent restart the first LIST reports no endpoint change: the
+ * wait reads the slices held now instead of taking "no slice" for "out of
+ * every slice". */
+START_TEST(seeded_after_restart)
+{
+	struct fixture f;
+	struct client c;
+	struct client *cs[] = { &c };
+
+	setup(&f, 0);
+	f.seed_listed = true;
+	fact(&f, "pod.deletion_requested", NULL, false, false, false);
+	client_start(&f, &c, "/v1/pods/" UID "/drained?quiet=100ms&timeout=10s");
+	run_until_done(&f, cs, 1, 500);
+	ck_assert(!c.done); /* still ready in web-s1 */
+	ck_assert_int_eq(f.seeds, 1);
+	fact(&f, "endpoint.condition", "web-s1", false, true, true);
+	run_until_done(&f, cs, 1, 5000);
+	ck_assert_int_eq(c.status, 200);
+	ck_assert_ptr_nonnull(strstr(c.buf, "\"endpointSlice\":\"web-s1\""));
+	/* seeded once: the next wait does not read the model again */
+	client_start(&f, &c, "/v1/pods/" UID "/drained?quiet=100ms");
+	run_until_done(&f, cs, 1, 2000);
+	ck_assert_int_eq(c.status, 200);
+	ck_assert_int_eq(f.seeds, 1);
+	teardown(&f);
+}
+END_TEST
+
 START_TEST(durations)
 {
 	static const struct {
@@ -408,6 +448,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, connection_holds_the_gate);
 	tcase_add_test(tc, timeout_names_the_condition);
 	tcase_add_test(tc, cap_and_client_leaving);
+	tcase_add_test(tc, seeded_after_restart);
 	tcase_add_test(tc, durations);
 	suite_add_tcase(s, tc);
 	return s;
