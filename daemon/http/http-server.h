@@ -10,7 +10,8 @@
 
 /* Read-only HTTP API of DESIGN.md on libmicrohttpd, driven by the one epoll
  * loop (MHD's epoll fd is registered in tl_loop; no MHD thread):
- * /healthz, /readyz, /metrics, /v1/timelines, /v1/timelines/NS/NAME[?uid=].
+ * /healthz, /readyz, /metrics, /v1/timelines, /v1/timelines/NS/NAME[?uid=],
+ * and the preStop gate's long-poll /v1/pods/UID/drained (docs/drain.md).
  * Other methods get 405; connections, their memory (hence request line and
  * headers) and idle time are limited. */
 struct tl_http_config {
