@@ -22,8 +22,9 @@ struct tl_journal {
 	struct tl_journal *prev, *next; /* in the pool's LRU while fd >= 0 */
 	int fd;
 	char path[PATH_MAX];
-	uint64_t bytes;
-	bool dirty;
+	uint64_t bytes;   /* in the file */
+	bool dirty;       /* written since the last fsync */
+	struct tl_buf pending; /* frames not written yet (tl_journal_flush) */
 };
 
 static int journal_path(const char *dir, const char *name, const char *ext, char *buf, size_t len)
@@ -186,6 +187,7 @@ int tl_journal_open(struct tl_jpool *pool, const char *dir, const char *name,
 		return -ENOMEM;
 	j->pool = pool;
 	j->fd = -1;
+	tl_buf_init(&j->pending, 0);
 	r = journal_path(dir, name, TL_JOURNAL_EXT, j->path, sizeof(j->path));
 	if (r < 0)
 		goto fail;
@@ -250,25 +252,39 @@ int tl_journal_append_raw(struct tl_journal *j, const void *frames, size_t len)
 	return r;
 }
 
-int tl_journal_append(struct tl_journal *j, const void *body, size_t len)
+int tl_journal_flush(struct tl_journal *j)
 {
-	uint8_t stackbuf[512];
-	struct tl_buf b;
 	int r;
 
+	if (!j || j->pending.len == 0)
+		return 0;
+	r = tl_journal_append_raw(j, j->pending.p, j->pending.len);
+	/* Written or not, these frames are done with: a failure is the
+	 * caller's to count, and retrying a full disk with the same bytes
+	 * would only grow the backlog. */
+	tl_buf_reset(&j->pending);
+	return r;
+}
+
+int tl_journal_append(struct tl_journal *j, const void *body, size_t len)
+{
 	if (len > TL_JOURNAL_FRAME_MAX)
 		return -E2BIG;
-	if (len + 8 <= sizeof(stackbuf)) {
-		put_le32(stackbuf, (uint32_t)len);
-		put_le32(stackbuf + 4, (uint32_t)crc32(0L, body, (uInt)len));
-		memcpy(stackbuf + 8, body, len);
-		return tl_journal_append_raw(j, stackbuf, len + 8);
+	tl_journal_frame(&j->pending, body, len);
+	if (j->pending.err) {
+		int r = j->pending.err;
+
+		tl_buf_reset(&j->pending);
+		return r;
 	}
-	tl_buf_init(&b, 0);
-	tl_journal_frame(&b, body, len);
-	r = b.err ? b.err : tl_journal_append_raw(j, b.p, b.len);
-	tl_buf_free(&b);
-	return r;
+	if (j->pending.len >= TL_JOURNAL_PENDING_MAX)
+		return tl_journal_flush(j);
+	return 0;
+}
+
+bool tl_journal_pending(const struct tl_journal *j)
+{
+	return j && j->pending.len > 0;
 }
 
 int tl_journal_rewrite(struct tl_journal *j, const void *frames, size_t len)
@@ -293,7 +309,9 @@ int tl_journal_rewrite(struct tl_journal *j, const void *frames, size_t len)
 		unlink(tmp);
 		return r;
 	}
-	/* The old descriptor points at the replaced file. */
+	/* The old descriptor points at the replaced file; what was pending is
+	 * in the rewrite. */
+	tl_buf_reset(&j->pending);
 	j->dirty = false;
 	if (j->fd >= 0) {
 		close(j->fd);
@@ -307,6 +325,10 @@ int tl_journal_rewrite(struct tl_journal *j, const void *frames, size_t len)
 
 int tl_journal_sync(struct tl_journal *j)
 {
+	int r = tl_journal_flush(j);
+
+	if (r < 0)
+		return r;
 	if (!j || !j->dirty || j->fd < 0)
 		return 0;
 	if (fdatasync(j->fd) < 0)
@@ -317,7 +339,7 @@ int tl_journal_sync(struct tl_journal *j)
 
 uint64_t tl_journal_bytes(const struct tl_journal *j)
 {
-	return j ? j->bytes : 0;
+	return j ? j->bytes + j->pending.len : 0;
 }
 
 const char *tl_journal_path(const struct tl_journal *j)
@@ -329,7 +351,9 @@ void tl_journal_close(struct tl_journal *j)
 {
 	if (!j)
 		return;
+	tl_journal_flush(j);
 	fd_release(j);
+	tl_buf_free(&j->pending);
 	free(j);
 }
 
@@ -342,6 +366,7 @@ int tl_journal_remove(struct tl_journal *j)
 	if (unlink(j->path) < 0 && errno != ENOENT)
 		r = -errno;
 	j->dirty = false;
+	tl_buf_reset(&j->pending);
 	tl_journal_close(j);
 	return r;
 }

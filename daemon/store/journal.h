@@ -10,8 +10,11 @@
  *
  *   frame := u32 length (LE, of body) | u32 crc32 (LE, zlib, of body) | body
  *
- * written with write(2) as they happen, so a killed agent loses nothing
- * already appended; fsync is batched by the caller (tl_journal_sync).
+ * collected and written with one write(2) per batch (tl_journal_flush,
+ * which the store calls at the end of the loop iteration that appended, or
+ * once TL_JOURNAL_PENDING_MAX bytes wait): one syscall per ring drain, not
+ * per event. A killed agent loses what the iteration it was in had not
+ * written yet; fsync is batched by the caller (tl_journal_sync).
  * What a body holds is the store's business (timeline.c).
  *
  * No descriptor per timeline: journals share a pool of at most max_open
@@ -19,6 +22,7 @@
  * another needs its slot. */
 #define TL_JOURNAL_EXT ".tlj"
 #define TL_JOURNAL_FRAME_MAX (1024 * 1024)
+#define TL_JOURNAL_PENDING_MAX (64 * 1024)
 /* The previous format (one JSON record per line, DIR/UID.jsonl): replayed
  * once after an upgrade, then rewritten in the binary form. */
 #define TL_JOURNAL_LEGACY_EXT ".jsonl"
@@ -36,16 +40,22 @@ unsigned tl_jpool_open_fds(const struct tl_jpool *p);
  * inside a write) is cut off first so new frames follow whole ones. */
 int tl_journal_open(struct tl_jpool *pool, const char *dir, const char *name,
 		    struct tl_journal **ret);
-/* Appends one frame around body. -errno (ENOSPC, EIO, ...); a short write
- * is rolled back so the file stays frame-aligned where possible. */
+/* Queues one frame around body; written by the next flush (or now, past
+ * TL_JOURNAL_PENDING_MAX). -errno (ENOSPC, EIO, ... from that write); a
+ * short write is rolled back so the file stays frame-aligned where
+ * possible. */
 int tl_journal_append(struct tl_journal *j, const void *body, size_t len);
+/* Writes what is queued. 0 or -errno (the queued frames are dropped then). */
+int tl_journal_flush(struct tl_journal *j);
+bool tl_journal_pending(const struct tl_journal *j);
 /* Appends frame headers + bodies already built with tl_journal_frame(). */
 int tl_journal_append_raw(struct tl_journal *j, const void *frames, size_t len);
 /* Replaces the whole file with frames (already framed), atomically
  * (temp file, fsync, rename): compaction. */
 int tl_journal_rewrite(struct tl_journal *j, const void *frames, size_t len);
-/* fsync if anything was appended since the last sync. */
+/* Flush, then fsync if anything was written since the last sync. */
 int tl_journal_sync(struct tl_journal *j);
+/* Bytes in the file plus those queued. */
 uint64_t tl_journal_bytes(const struct tl_journal *j);
 const char *tl_journal_path(const struct tl_journal *j);
 /* Closes; accepts NULL. */

@@ -125,6 +125,10 @@ struct timeline {
 	uint64_t compact_at;
 	bool replaying;
 	bool write_warned;
+	/* The container of the last event added: most events of a Pod come
+	 * from the container that sent the one before. */
+	int last_ctr;
+	char last_cid[TL_CONTAINER_ID_MAX], last_cname[TL_NAME_MAX];
 	uint64_t replay_bad; /* whole frames that were no usable record */
 	struct writer *writer; /* non-NULL while closing */
 };
@@ -153,6 +157,11 @@ struct tl_timelines {
 	size_t n_closed, cap_closed;
 	uint64_t closed_bytes;
 	struct tl_timer *fsync_timer, *retention_timer;
+	/* Journal frames are queued and written once per loop iteration (a
+	 * 1 ms timer armed by the first queued frame): one write(2) per ring
+	 * drain instead of one per event. */
+	struct tl_timer *flush_timer;
+	bool flush_armed;
 	struct tl_jpool *jpool;
 	unsigned n_readers;
 	uint64_t refused;
@@ -302,6 +311,9 @@ static void journal_raw(struct timeline *tl, const void *body, size_t len)
 	if (tl->replaying || !tl->journal)
 		return;
 	r = tl_journal_append(tl->journal, body, len);
+	if (r == 0 && !tl->store->flush_armed && tl_journal_pending(tl->journal) &&
+	    tl_timer_arm(tl->store->flush_timer, 1, 0) == 0)
+		tl->store->flush_armed = true;
 	if (r < 0) {
 		note_disk_error(tl);
 		if (!tl->write_warned) {
@@ -440,6 +452,7 @@ static struct timeline *timeline_alloc(struct tl_timelines *t, const char *uid)
 	tl->s.opened_ns = tl_now_real_ns();
 	tl->s.recording_since_ns = t->recording_since_ns;
 	tl->compact_at = COMPACT_MIN_BYTES;
+	tl->last_ctr = -1;
 	h = hash_uid(uid);
 	tl->hnext = t->buckets[h];
 	t->buckets[h] = tl;
@@ -765,6 +778,13 @@ static int64_t intern_opt(struct tl_strtab *tab, const char *s)
 	return s && *s ? tl_strtab_intern(tab, s, strlen(s)) : (int64_t)UINT32_MAX;
 }
 
+static void remember_ctr(struct timeline *tl, const struct tl_event *ev, uint32_t i)
+{
+	tl->last_ctr = (int)i;
+	memcpy(tl->last_cid, ev->container_id, sizeof(tl->last_cid));
+	memcpy(tl->last_cname, ev->container, sizeof(tl->last_cname));
+}
+
 /* The container table index of ev's (id, name) pair, added if new. */
 static uint16_t container_index(struct timeline *tl, const struct tl_event *ev)
 {
@@ -773,6 +793,10 @@ static uint16_t container_index(struct timeline *tl, const struct tl_event *ev)
 
 	if (!ev->container_id[0] && !ev->container[0])
 		return NO_CTR;
+	if (tl->last_ctr >= 0 && strcmp(ev->container_id, tl->last_cid) == 0 &&
+	    strcmp(ev->container, tl->last_cname) == 0 &&
+	    (!ev->cgroup_id || s->ctrs[tl->last_ctr].cgroup_id))
+		return (uint16_t)tl->last_ctr;
 	id = intern_opt(s->strs, ev->container_id);
 	name = intern_opt(s->strs, ev->container);
 	if (id < 0 || name < 0)
@@ -783,6 +807,7 @@ static uint16_t container_index(struct timeline *tl, const struct tl_event *ev)
 		if (c->id_s == (uint32_t)id && c->name_s == (uint32_t)name) {
 			if (!c->cgroup_id && ev->cgroup_id)
 				c->cgroup_id = ev->cgroup_id; /* rare: not journaled again */
+			remember_ctr(tl, ev, i);
 			return (uint16_t)i;
 		}
 	}
@@ -799,6 +824,7 @@ static uint16_t container_index(struct timeline *tl, const struct tl_event *ev)
 	}
 	s->ctrs[s->n_ctrs] = (struct ctr_ent){ .id_s = (uint32_t)id, .name_s = (uint32_t)name,
 					       .cgroup_id = ev->cgroup_id };
+	remember_ctr(tl, ev, s->n_ctrs);
 	return (uint16_t)s->n_ctrs++;
 }
 
@@ -1966,6 +1992,29 @@ static int replay_all(struct tl_timelines *t)
 
 /* ---- timers ---- */
 
+static void flush_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_, void *userdata)
+{
+	struct tl_timelines *t = userdata;
+
+	t->flush_armed = false;
+	for (size_t b = 0; b < HASH_BUCKETS; b++) {
+		for (struct timeline *tl = t->buckets[b]; tl; tl = tl->hnext) {
+			int r;
+
+			if (!tl_journal_pending(tl->journal))
+				continue;
+			r = tl_journal_flush(tl->journal);
+			if (r < 0) {
+				note_disk_error(tl);
+				if (!tl->write_warned) {
+					tl_warn("journal of pod %s: %s", tl->s.uid, strerror(-r));
+					tl->write_warned = true;
+				}
+			}
+		}
+	}
+}
+
 static void fsync_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_, void *userdata)
 {
 	struct tl_timelines *t = userdata;
@@ -2082,6 +2131,9 @@ int tl_timelines_new(const struct tl_timelines_config *cfg, struct tl_loop *loop
 	tl_metric_add(M_REFUSED, NULL, 0);
 	tl_metric_add(M_DISK_ERR, NULL, 0);
 
+	r = tl_loop_add_timer(loop, 0, 0, flush_cb, t, &t->flush_timer);
+	if (r < 0)
+		goto fail;
 	scan_closed(t);
 	r = replay_all(t);
 	if (r < 0)
@@ -2145,6 +2197,7 @@ void tl_timelines_free(struct tl_timelines *t)
 	free(t->closed);
 	tl_timer_free(t->fsync_timer);
 	tl_timer_free(t->retention_timer);
+	tl_timer_free(t->flush_timer);
 	tl_jpool_free(t->jpool);
 	for (size_t i = 0; i < t->rec.n_probes; i++)
 		free(t->rec.probes[i]);

@@ -522,6 +522,10 @@ static void child_records_then_dies(struct fx *f, int64_t t0, bool deleted)
 		    scn_termination(t, UID_A, t0, deleted) < 0)
 			_exit(3);
 		tl_timelines_note_kernel_loss(t, 5);
+		/* Journal frames are written at the end of the loop iteration
+		 * that recorded them (docs/journal-format.md): let it end. */
+		for (int i = 0; i < 3; i++)
+			tl_loop_run_once(loop, 5);
 		raise(SIGKILL);
 		_exit(4);
 	}
