@@ -865,6 +865,30 @@ static bool in_lag(const struct tl_model *m, const struct tl_req *r, const void 
 	return r->inbound && after(r, a->t) && (!m->removed_ns || r->start_ns < m->removed_ns);
 }
 
+/* Each step of the endpoint's way out, from the one before it: deletion
+ * -> ready:false -> serving:false -> removal (null where a step is missing). */
+static int put_gaps(const struct tl_model *m, struct fb *b)
+{
+	const int64_t t[] = {m->deletion_ns, m->ready_false_ns, m->serving_false_ns, m->removed_ns};
+	static const char *const key[] = {"deletionToReadyFalseS", "readyFalseToServingFalseS",
+					  "servingFalseToRemovedS"};
+	struct json_object *g = json_object_new_object();
+
+	if (!g || json_object_object_add(b->numbers, "gaps", g) < 0) {
+		json_object_put(g);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		int r = t[i] && t[i + 1]
+			    ? put_num(g, key[i], (double)(t[i + 1] - t[i]) / 1e9)
+			    : (json_object_object_add(g, key[i], NULL) < 0 ? -ENOMEM : 0);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int rule_endpoint_lag(const struct tl_model *m, struct json_object *out)
 {
 	int64_t stopped = 0;
@@ -913,7 +937,8 @@ static int rule_endpoint_lag(const struct tl_model *m, struct json_object *out)
 	    ((m->removed_ns && stopped)
 		 ? put_num(b.numbers, "lagS", (double)(m->removed_ns - stopped) / 1e9)
 		 : put_time(m, b.numbers, "lagS", 0)) < 0 ||
-	    put_int(b.numbers, "slices", m->slices_seen) < 0 || put_span(m, &b, &sp) < 0) {
+	    put_int(b.numbers, "slices", m->slices_seen) < 0 || put_span(m, &b, &sp) < 0 ||
+	    put_gaps(m, &b) < 0) {
 		fb_free(&b);
 		return -ENOMEM;
 	}

@@ -247,6 +247,20 @@ START_TEST(listener_closed_boundaries)
 	ck_assert_double_eq_tol(num(f, "lagS"), 1.5, 1e-9);
 	ck_assert_double_eq_tol(num(f, "readyFalseS"), 0.01, 1e-9);
 	ck_assert_double_eq_tol(num(f, "servingFalseS"), 0.8, 1e-9);
+	{
+		struct json_object *g =
+		    json_object_object_get(json_object_object_get(f, "numbers"), "gaps");
+
+		ck_assert_double_eq_tol(
+		    json_object_get_double(json_object_object_get(g, "deletionToReadyFalseS")),
+		    0.01, 1e-9);
+		ck_assert_double_eq_tol(
+		    json_object_get_double(json_object_object_get(g, "readyFalseToServingFalseS")),
+		    0.79, 1e-9);
+		ck_assert_double_eq_tol(
+		    json_object_get_double(json_object_object_get(g, "servingFalseToRemovedS")),
+		    0.8, 1e-9);
+	}
 	ck_assert_int_eq(reco_value(f), 3);
 	/* nothing else fired: no SIGKILL, the proxy outlived the app */
 	ck_assert_ptr_null(find(fs, "sigkill_after_grace"));
