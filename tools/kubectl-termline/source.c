@@ -20,9 +20,7 @@
 #include "fileio.h"
 #include "kubeconfig.h"
 #include "termline-config.h"
-#if __has_include("kube-creds.h")
 #include "kube-creds.h"
-#endif
 
 /* Limits on what a peer (an agent, the API server, a state dir) may hand us. */
 #define DOC_MAX (64u << 20)  /* one timeline document */
