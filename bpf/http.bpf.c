@@ -36,6 +36,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Bytes copied from a buffer that starts a message; set before load. */
 const volatile __u32 prefix_len = TL_HTTP_PREFIX_DEFAULT;
+/* The ring's size, set with it before load: one helper call less per record. */
+const volatile __u64 ring_bytes = 4 * 1024 * 1024;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -157,9 +159,8 @@ static __always_inline void count_drop(__u32 kind)
 static __always_inline __u64 wake_flags(void)
 {
 	__u64 avail = bpf_ringbuf_query(&http_events, BPF_RB_AVAIL_DATA);
-	__u64 size = bpf_ringbuf_query(&http_events, BPF_RB_RING_SIZE);
 
-	return avail > size / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	return avail > ring_bytes / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline void emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 err)
@@ -359,6 +360,39 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 				conn->cont[1] = cont;
 		}
 	}
-	bpf_map_update_elem(&http_fds, &fd_key, &sk_key, BPF_ANY);
+	/* The fd of a known connection is known already (a hash update per
+	 * record would be the dearest step here); dup()ed fds of it are not
+	 * followed to their close. */
+	if (!conn)
+		bpf_map_update_elem(&http_fds, &fd_key, &sk_key, BPF_ANY);
 	return 0;
 }
+
+/* Cost-comparison twins, never loaded by termlined (autoload off): the
+ * classic per-syscall tracepoints a stash-based variant would hook (enter
+ * to keep the arguments, exit for the result) for the same nine syscalls,
+ * doing the first check a real one does (tracked cgroup), then returning.
+ * bench/bench-http-capture loads them to measure what each hook choice
+ * costs processes that are not tracked (bench/README.md, "HTTP capture"). */
+#define CLASSIC_TWIN(name)                                                             \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                                    \
+	int twin_enter_##name(void *ctx)                                               \
+	{                                                                              \
+		__u64 cgid = bpf_get_current_cgroup_id();                              \
+		return bpf_map_lookup_elem(&http_cgroups, &cgid) != NULL;              \
+	}                                                                              \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                                     \
+	int twin_exit_##name(void *ctx)                                                \
+	{                                                                              \
+		__u64 cgid = bpf_get_current_cgroup_id();                              \
+		return bpf_map_lookup_elem(&http_cgroups, &cgid) != NULL;              \
+	}
+CLASSIC_TWIN(read)
+CLASSIC_TWIN(write)
+CLASSIC_TWIN(readv)
+CLASSIC_TWIN(writev)
+CLASSIC_TWIN(recvfrom)
+CLASSIC_TWIN(sendto)
+CLASSIC_TWIN(recvmsg)
+CLASSIC_TWIN(sendmsg)
+CLASSIC_TWIN(close)

@@ -56,22 +56,29 @@ static const char *direction_name(enum tl_http_direction d)
 	return d == TL_HTTP_DIR_OUTBOUND ? "outbound" : "inbound";
 }
 
-/* Fields shared by both sources; every setter's result is checked because
- * a field the event model refuses means a malformed event. */
+/* Fields shared by both sources, set by slot (typed): no text round trip
+ * for numbers and times on a path that runs once per request. Every
+ * setter's result is checked: a field the model refuses means a malformed
+ * event. */
+static int set_str(struct tl_event *ev, unsigned slot, const char *v)
+{
+	return tl_event_set_s(ev, slot, v, strlen(v));
+}
+
 static int set_common(struct tl_event *ev, const char *id, const char *method, const char *path,
 		      int status, int64_t start_ns, int64_t duration_ms, const char *direction)
 {
-	char tbuf[TL_TIME_STRLEN];
 	int r = 0;
 
 	/* The contract: requestId is null when the request carried none. */
-	r = r ?: tl_event_set_str(ev, "requestId", id && id[0] ? id : NULL);
-	r = r ?: tl_event_set_str(ev, "method", method);
-	r = r ?: tl_event_set_str(ev, "path", path);
-	r = r ?: tl_event_set_int(ev, "status", status);
-	r = r ?: tl_event_set_str(ev, "start", tl_time_format(start_ns, tbuf));
-	r = r ?: tl_event_set_int(ev, "durationMs", duration_ms < 0 ? 0 : duration_ms);
-	r = r ?: tl_event_set_str(ev, "direction", direction);
+	r = r ?: (id && id[0] ? set_str(ev, TL_F_HTTP_REQUEST_ID, id)
+			      : tl_event_set_str(ev, "requestId", NULL));
+	r = r ?: set_str(ev, TL_F_HTTP_METHOD, method);
+	r = r ?: set_str(ev, TL_F_HTTP_PATH, path);
+	r = r ?: tl_event_set_i(ev, TL_F_HTTP_STATUS, status);
+	r = r ?: tl_event_set_i(ev, TL_F_HTTP_START, start_ns);
+	r = r ?: tl_event_set_i(ev, TL_F_HTTP_DURATION_MS, duration_ms < 0 ? 0 : duration_ms);
+	r = r ?: set_str(ev, TL_F_HTTP_DIRECTION, direction);
 	return r;
 }
 
@@ -85,7 +92,7 @@ int tl_capture_log_event(const struct tl_pod_log_source *src, const struct tl_ac
 	const char *dir = rec->direction == TL_DIR_OUTBOUND ? "outbound" : "inbound";
 	int r;
 
-	r = tl_event_init(ev, TL_SRC_LOG, "http.request", start);
+	r = tl_event_init_kind(ev, TL_KIND_HTTP_REQUEST, TL_SRC_LOG, start);
 	if (r < 0)
 		return r;
 	snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", src->uid);
@@ -93,7 +100,7 @@ int tl_capture_log_event(const struct tl_pod_log_source *src, const struct tl_ac
 	r = set_common(ev, rec->request_id, rec->method, rec->path, rec->status, start,
 		       rec->duration_ms, dir);
 	/* The contract writes Envoy's "-" for no flags. */
-	r = r ?: tl_event_set_str(ev, "responseFlags", rec->flags[0] ? rec->flags : "-");
+	r = r ?: set_str(ev, TL_F_HTTP_RESPONSE_FLAGS, rec->flags[0] ? rec->flags : "-");
 	if (r < 0)
 		tl_event_clear(ev);
 	return r;
@@ -105,14 +112,14 @@ int tl_capture_kernel_event(const struct tl_http_exchange *x, int64_t start_ns, 
 	int64_t dur = end_ns > start_ns ? (end_ns - start_ns) / 1000000 : 0;
 	int r;
 
-	r = tl_event_init(ev, TL_SRC_KERNEL, "http.request", start_ns);
+	r = tl_event_init_kind(ev, TL_KIND_HTTP_REQUEST, TL_SRC_KERNEL, start_ns);
 	if (r < 0)
 		return r;
 	ev->cgroup_id = x->cgroup_id;
 	r = set_common(ev, x->id, x->method, x->path, x->status, start_ns, dur,
 		       direction_name(x->direction));
 	if (r == 0 && x->error)
-		r = tl_event_set_str(ev, "error", x->error);
+		r = set_str(ev, TL_F_HTTP_ERROR, x->error);
 	if (r < 0)
 		tl_event_clear(ev);
 	return r;
@@ -232,10 +239,31 @@ static void sync_kernel(struct tl_capture *c)
 	tl_metric_set("termline_http_capture_windows", NULL, (int64_t)c->n_win);
 }
 
+/* The Pod's timeline says when capture was on: an http.capture event as
+ * its window opens (on, or unavailable when the program is not attached)
+ * and closes (off). */
+static void emit_window(struct tl_capture *c, const struct window *w, bool open)
+{
+	struct tl_event ev;
+	const char *state = !open ? "off" : tl_capture_attached(c) ? "on" : "unavailable";
+	const char *kind = w->terminating ? "termination" : "start-up";
+
+	if (tl_event_init_kind(&ev, TL_KIND_HTTP_CAPTURE, TL_SRC_KERNEL, tl_now_real_ns()) < 0)
+		return;
+	snprintf(ev.pod_uid, sizeof(ev.pod_uid), "%s", w->uid);
+	if (tl_event_set_s(&ev, TL_F_CAPTURE_STATE, state, strlen(state)) < 0 ||
+	    tl_event_set_s(&ev, TL_F_CAPTURE_WINDOW, kind, strlen(kind)) < 0) {
+		tl_event_clear(&ev);
+		return;
+	}
+	tl_emit(&c->emit, &ev);
+}
+
 /* Opens (or extends) a Pod's window. until 0: open-ended. */
 static void open_window(struct tl_capture *c, const char *uid, bool terminating, int64_t until_ns)
 {
 	struct window *w = find_window(c, uid);
+	bool changed = false;
 
 	if (c->cfg.mode != TL_HTTP_CAPTURE_WINDOWS || !uid[0])
 		return;
@@ -249,14 +277,18 @@ static void open_window(struct tl_capture *c, const char *uid, bool terminating,
 		snprintf(w->uid, sizeof(w->uid), "%s", uid);
 		w->until_ns = until_ns;
 		w->terminating = terminating;
+		changed = true;
 	} else if (terminating && !w->terminating) {
 		w->terminating = true;
 		w->ending = false;
 		w->until_ns = until_ns;
+		changed = true;
 	} else if (!w->ending && until_ns > w->until_ns) {
 		w->until_ns = until_ns;
 	}
 	sync_kernel(c);
+	if (changed)
+		emit_window(c, w, true);
 }
 
 /* The window closes at until_ns (a Pod's Ready, its timeline's end). */
@@ -272,12 +304,19 @@ static void end_window(struct tl_capture *c, const char *uid, int64_t until_ns, 
 
 static void expire_windows(struct tl_capture *c, int64_t now)
 {
-	size_t j = 0;
+	size_t j = 0, n = c->n_win;
 
-	for (size_t i = 0; i < c->n_win; i++)
-		if (c->win[i].until_ns > now)
+	for (size_t i = 0; i < n; i++) {
+		if (c->win[i].until_ns > now) {
 			c->win[j++] = c->win[i];
-	if (j != c->n_win) {
+			continue;
+		}
+		/* A termination window ends with the Pod's timeline: an event
+		 * now would come after its close. */
+		if (!c->win[i].terminating)
+			emit_window(c, &c->win[i], false);
+	}
+	if (j != n) {
 		c->n_win = j;
 		sync_kernel(c);
 	}

@@ -71,11 +71,19 @@ int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, voi
 		snprintf(err, errlen, "HTTP capture: cannot open its BPF object: %s", strerror(-r));
 		goto fail;
 	}
+	/* The classic twins are for bench/bench-http-capture only. */
+	{
+		struct bpf_program *prog;
+
+		bpf_object__for_each_program(prog, b->skel->obj)
+			if (prog != b->skel->progs.http_sys_exit)
+				bpf_program__set_autoload(prog, false);
+	}
 	b->skel->rodata->prefix_len = cfg->prefix_bytes && cfg->prefix_bytes <= TL_HTTP_PREFIX_MAX
 					      ? cfg->prefix_bytes
 					      : TL_HTTP_PREFIX_DEFAULT;
-	r = bpf_map__set_max_entries(b->skel->maps.http_events,
-				     pow2_at_least(cfg->ringbuf_bytes ? cfg->ringbuf_bytes : 4u << 20));
+	b->skel->rodata->ring_bytes = pow2_at_least(cfg->ringbuf_bytes ? cfg->ringbuf_bytes : 4u << 20);
+	r = bpf_map__set_max_entries(b->skel->maps.http_events, (uint32_t)b->skel->rodata->ring_bytes);
 	if (r < 0) {
 		snprintf(err, errlen, "HTTP capture: ring buffer size: %s", strerror(-r));
 		goto fail;

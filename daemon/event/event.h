@@ -59,8 +59,10 @@ enum tl_kind {
 	/* The preStop gate's wait on GET /v1/pods/{uid}/drained (docs/drain.md). */
 	TL_KIND_DRAIN_WAIT_STARTED = 18,
 	TL_KIND_DRAIN_WAIT_ENDED = 19,
-	/* 20..: kinds added later (HTTP capture's own kinds go here). */
-	TL_KIND_MAX = 20,
+	/* When HTTP capture on a Pod's sockets was on (docs/http-capture.md). */
+	TL_KIND_HTTP_CAPTURE = 20,
+	/* 21..: kinds added later. */
+	TL_KIND_MAX = 21,
 };
 
 /* How a field is held in the event and written in JSON. */
@@ -121,6 +123,7 @@ enum { TL_F_CGREMOVED_CGROUP = 0 };
 enum { TL_F_HTTP_REQUEST_ID = 0, TL_F_HTTP_METHOD, TL_F_HTTP_PATH, TL_F_HTTP_STATUS,
        TL_F_HTTP_START, TL_F_HTTP_DURATION_MS, TL_F_HTTP_DIRECTION, TL_F_HTTP_RESPONSE_FLAGS,
        TL_F_HTTP_ERROR };
+enum { TL_F_CAPTURE_STATE = 0, TL_F_CAPTURE_WINDOW };
 enum { TL_F_AGG_TYPE = 0, TL_F_AGG_INTERVAL_MS, TL_F_AGG_COUNT, TL_F_AGG_FAILED };
 enum { TL_F_DRAIN_QUIET_MS = 0, TL_F_DRAIN_TIMEOUT_MS };
 /* outcome: drained|timeout|abandoned|agent_stopping; heldBy: the condition

@@ -66,6 +66,8 @@ const struct tl_kind_info tl_kinds[TL_KIND_MAX] = {
 	[TL_KIND_DRAIN_WAIT_ENDED] = { "drain.wait_ended", TL_SRC_API, 0, 7,
 		{ F("outcome", STR), F("heldBy", STR), F("heldMs", INT), F("connections", INT),
 		  F("requests", INT), F("outOfRotation", TIME), F("lastTraffic", TIME) } },
+	[TL_KIND_HTTP_CAPTURE] = { "http.capture", TL_SRC_KERNEL, 0, 2,
+		{ F("state", STR), F("window", STR) } },
 };
 
 static const char *const source_names[TL_SRC_MAX] = {

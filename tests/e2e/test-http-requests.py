@@ -70,6 +70,18 @@ class Load:
         self.thread.join(10)
 
 
+def capture_state(agent):
+    """"attached", "detached" or None: the agent's last word on the HTTP
+    capture program (its log, at info level)."""
+    state = None
+    for line in agent.read_log().decode(errors="replace").splitlines():
+        if "HTTP capture: attached" in line:
+            state = "attached"
+        elif "HTTP capture: detached" in line:
+            state = "detached"
+    return state
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--format", default="envoy", choices=["envoy", "istio", "istio-json"])
@@ -90,12 +102,16 @@ def main():
                            "--log-level", "debug"]).start()
     pod = None
     try:
+        # --http-capture windows: no Pod in a window, nothing attached.
+        assert capture_state(agent) is None, "capture attached with no Pod in a window"
         pod = E.simpod("--state-dir", simstate, "create", "--prefix", prefix, "--no-netns",
                        "--pod-logs-dir", logs, "--app-port", str(E.free_port()),
                        "--proxy-port", str(E.free_port()), "--drain-seconds", "2",
                        "--app-stop-delay", "0.3", *fmt_args)
         uid = pod["podUid"]
         ids = {c["name"]: c["containerId"] for c in pod["containers"]}
+        # A new Pod opens its start-up window.
+        E.wait_for(lambda: capture_state(agent) == "attached", 10, "the capture program attached")
         load = Load(pod["proxyPort"]).start()
         E.wait_for(lambda: len(load.results) >= 20, 20, "20 requests before termination")
         E.simpod("--state-dir", simstate, "terminate", "--grace", "4", "--prestop-seconds", "1")
@@ -160,9 +176,16 @@ def main():
                     assert legs.get(key, {}).get("status") == 200, f"{rid}: no 200 for {key}: {legs.get(key)}"
         assert not [k for k in legs if k[2] not in answered], "a kernel leg for a request nobody answered"
 
+        # The timeline says when capture was on: from the Pod's start (its
+        # start-up window), then again from its SIGTERM (termination).
+        caps = [(e["state"], e["window"]) for e in agent.events(uid) if e["type"] == "http.capture"]
+        assert caps == [("on", "start-up"), ("on", "termination")], caps
+
         # The closed timeline holds them too, valid against the schema.
         doc_path = os.path.join(state, "timelines", "_unknown", f"{uid}.json")
         E.wait_for(lambda: os.path.exists(doc_path), 60, doc_path)
+        # The Pod's timeline closed: no Pod in a window, the program detached.
+        E.wait_for(lambda: capture_state(agent) == "detached", 15, "the capture program detached")
         (doc,) = E.validate_documents([doc_path])
         in_doc = {e["requestId"]: e["status"] for e in doc["events"]
                   if e["type"] == "http.request" and e["source"] == "log"}

@@ -36,6 +36,7 @@ static const char *const samples[] = {
 	"{\"time\":\"2026-11-29T21:14:14.000000017Z\",\"source\":\"kernel\",\"type\":\"events.aggregated\",\"container\":\"app\",\"aggregatedType\":\"process.exec\",\"intervalMs\":1000,\"count\":7,\"failed\":0}",
 	"{\"time\":\"2026-11-29T21:14:14.000000018Z\",\"source\":\"api\",\"type\":\"drain.wait_started\",\"container\":null,\"quietMs\":1000,\"timeoutMs\":20000}",
 	"{\"time\":\"2026-11-29T21:14:17.000000019Z\",\"source\":\"api\",\"type\":\"drain.wait_ended\",\"container\":null,\"outcome\":\"drained\",\"heldBy\":\"traffic\",\"heldMs\":2999,\"connections\":12,\"requests\":0,\"outOfRotation\":\"2026-11-29T21:14:14.100000000Z\",\"lastTraffic\":\"2026-11-29T21:14:16.000000000Z\"}",
+	"{\"time\":\"2026-11-29T21:14:17.000000020Z\",\"source\":\"kernel\",\"type\":\"http.capture\",\"container\":null,\"state\":\"on\",\"window\":\"termination\"}",
 };
 
 static struct json_object *parse(const char *s)

@@ -1,0 +1,555 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* bench-http-capture: what capturing HTTP on a Pod's sockets costs.
+ *
+ * 1. syscalls  The cost every process on the node pays while the syscall
+ *              programs are attached, in a process that is not tracked:
+ *              getppid() (a syscall no hook is about) and read(2) of one
+ *              byte from /dev/zero (one the hooks are about, from a process
+ *              they must ignore). Variants, interleaved A B C C B A per
+ *              round: none (nothing attached), raw (termlined's choice: one
+ *              tp_btf program on raw_syscalls/sys_exit), classic (the
+ *              per-syscall classic tracepoints a stash-based variant needs,
+ *              enter and exit of the nine syscalls, each doing the cgroup
+ *              check). Median CPU ns per call (the thread's CPU time, so
+ *              other load on a shared machine counts little) over the rounds.
+ * 2. server    nginx from Debian in its own cgroup under wrk (keep-alive,
+ *              and a new connection per request), with capture off (A) and
+ *              on with the cgroup tracked (B), interleaved A B B A per
+ *              round: requests/s, nginx CPU per request (the cgroup's
+ *              cpu.stat usage_usec), the consumer's CPU per captured
+ *              request (this process's thread that drains the ring, pairs
+ *              requests with responses and writes each as the JSON event
+ *              the agent emits), exchanges seen and ring drops.
+ * Figures only: nothing asserts on timing. The machine may be shared:
+ * the interleaving spreads drift over both sides; say so with the figures.
+ *   bench-http-capture [--rounds N] [--calls N] [--seconds S] [--connections C] [--no-server]
+ *   bench-http-capture --consumer-only N [--json]   (no root: the consumer alone, for callgrind)
+ * Needs root, nginx and wrk; exits 77 without root. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bench-util.h"
+#include "capture.h"
+#include "cgroup-map.h"
+#include "clock.h"
+#include "event.h"
+#include "http-pair.h"
+#include "http.skel.h"
+#include "termline-http.h"
+#include "tl-buf.h"
+
+enum variant { V_NONE, V_RAW, V_CLASSIC, V_MAX };
+static const char *const variant_names[] = { "none", "raw tp_btf sys_exit",
+					     "classic sys_enter/exit x9" };
+
+static struct termline_http *skel;
+static struct bpf_link *links[64];
+static int n_links;
+
+static void detach_all(void)
+{
+	for (int i = 0; i < n_links; i++)
+		bpf_link__destroy(links[i]);
+	n_links = 0;
+}
+
+static int attach(enum variant v)
+{
+	struct bpf_program *prog;
+
+	detach_all();
+	if (v == V_NONE)
+		return 0;
+	bpf_object__for_each_program(prog, skel->obj) {
+		bool raw = prog == skel->progs.http_sys_exit;
+		struct bpf_link *l;
+
+		if ((v == V_RAW) != raw)
+			continue;
+		l = bpf_program__attach(prog);
+		if (!l) {
+			fprintf(stderr, "attach %s: %s\n", bpf_program__name(prog), strerror(errno));
+			return -errno;
+		}
+		links[n_links++] = l;
+	}
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time, not wall time: on a shared machine the wall clock measures
+ * everybody else's load; the thread's CPU time holds the syscall, its
+ * tracepoint programs and little else. */
+static double ns_per_call(int which, uint64_t calls, int zero_fd)
+{
+	char c;
+	uint64_t t0 = thread_cpu_ns();
+
+	for (uint64_t i = 0; i < calls; i++) {
+		if (which == 0)
+			syscall(SYS_getppid);
+		else if (read(zero_fd, &c, 1) != 1)
+			abort();
+	}
+	return (double)(thread_cpu_ns() - t0) / (double)calls;
+}
+
+static int bench_syscalls(int rounds, uint64_t calls)
+{
+	static const enum variant order[6] = { V_NONE, V_RAW, V_CLASSIC, V_CLASSIC, V_RAW, V_NONE };
+	double *res[V_MAX][2];
+	int n[V_MAX] = { 0 };
+	int zero_fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+
+	if (zero_fd < 0)
+		return -errno;
+	for (int v = 0; v < V_MAX; v++)
+		for (int w = 0; w < 2; w++)
+			res[v][w] = calloc((size_t)rounds * 2, sizeof(double));
+	ns_per_call(0, calls / 4, zero_fd); /* warm up */
+	for (int r = 0; r < rounds; r++) {
+		for (int k = 0; k < 6; k++) {
+			enum variant v = order[k];
+
+			if (attach(v) < 0)
+				return -1;
+			res[v][0][n[v]] = ns_per_call(0, calls, zero_fd);
+			res[v][1][n[v]] = ns_per_call(1, calls, zero_fd);
+			n[v]++;
+		}
+	}
+	detach_all();
+	printf("== syscalls: an untracked process, %llu calls per run, %d runs per variant (median)\n",
+	       (unsigned long long)calls, n[V_NONE]);
+	printf("%-28s %14s %14s %18s %18s\n", "hooks attached", "getppid ns", "read(1) ns",
+	       "getppid added ns", "read added ns");
+	double base[2] = { median(res[V_NONE][0], n[V_NONE]), median(res[V_NONE][1], n[V_NONE]) };
+	for (int v = 0; v < V_MAX; v++) {
+		double g = median(res[v][0], n[v]), rd = median(res[v][1], n[v]);
+
+		printf("%-28s %14.1f %14.1f %18.1f %18.1f\n", variant_names[v], g, rd, g - base[0],
+		       rd - base[1]);
+	}
+	close(zero_fd);
+	for (int v = 0; v < V_MAX; v++)
+		for (int w = 0; w < 2; w++)
+			free(res[v][w]);
+	return 0;
+}
+
+/* ---- server under wrk ---- */
+
+struct consumer {
+	struct ring_buffer *rb;
+	struct tl_http_tracker *tracker;
+	volatile bool stop;
+	bool json;     /* also write each event's JSON line (--emit-events) */
+	uint64_t exchanges;
+	uint64_t cpu_ns;
+	struct tl_buf out;
+};
+
+static void on_exchange(void *ud, const struct tl_http_exchange *x)
+{
+	struct consumer *c = ud;
+	struct tl_event ev;
+
+	c->exchanges++;
+	/* The agent's own work per request: the event and its JSON line. */
+	if (tl_capture_kernel_event(x, tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->start_ns),
+				    tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->end_ns), &ev) == 0) {
+		if (c->json) {
+			tl_buf_reset(&c->out);
+			tl_event_append_json(&ev, true, &c->out);
+		}
+		tl_event_clear(&ev);
+	}
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct consumer *c = ctx;
+	const struct tl_http_rec *r = data;
+
+	if (size < sizeof(*r) || r->len > size - sizeof(*r))
+		return 0;
+	switch (r->kind) {
+	case TL_HTTP_REC_DATA:
+		tl_http_tracker_data(c->tracker, r->sock, r->tgid, r->cgroup_id,
+				     r->flags & TL_HTTP_RF_READ, (const uint8_t *)data + sizeof(*r),
+				     r->len, r->total, (int64_t)r->ktime_ns);
+		break;
+	case TL_HTTP_REC_ERROR:
+		tl_http_tracker_reset(c->tracker, r->sock, (int64_t)r->ktime_ns);
+		break;
+	default:
+		tl_http_tracker_close(c->tracker, r->sock, (int64_t)r->ktime_ns);
+		break;
+	}
+	return 0;
+}
+
+static void *consume(void *arg)
+{
+	struct consumer *c = arg;
+	struct timespec ts;
+
+	/* As the agent: woken when a quarter of the ring is full, else every 10 ms. */
+	while (!c->stop)
+		ring_buffer__poll(c->rb, 10);
+	ring_buffer__consume(c->rb);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	c->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return NULL;
+}
+
+static uint64_t cgroup_usage_us(const char *cg)
+{
+	char path[PATH_MAX], line[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cpu.stat", cg);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "usage_usec %llu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static uint64_t drops(void)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t total = 0, v[512];
+
+	for (uint32_t k = 0; k < TL_HTTP_REC_KIND_MAX && ncpu > 0 && ncpu <= 512; k++)
+		if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.http_drops), &k, v) == 0)
+			for (int i = 0; i < ncpu; i++)
+				total += v[i];
+	return total;
+}
+
+/* wrk's "Requests/sec:" and "N requests in"; -1 when it failed. */
+static int run_wrk(int port, int seconds, int conns, bool close_each, double *rps, uint64_t *reqs)
+{
+	char cmd[512], line[512];
+	FILE *p;
+	int ok = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "wrk -t1 -c%d -d%ds -H 'x-request-id: bench-request-0123456789' %s "
+		 "http://127.0.0.1:%d/index.html 2>&1",
+		 conns, seconds, close_each ? "-H 'Connection: close'" : "", port);
+	p = popen(cmd, "r");
+	if (!p)
+		return -errno;
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long n;
+
+		if (sscanf(line, "Requests/sec: %lf", rps) == 1)
+			ok |= 1;
+		if (sscanf(line, " %llu requests in", &n) == 1) {
+			*reqs = n;
+			ok |= 2;
+		}
+	}
+	pclose(p);
+	return ok == 3 ? 0 : -EIO;
+}
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+static pid_t start_nginx(const char *dir, const char *cg, int port)
+{
+	char conf[PATH_MAX], procs[PATH_MAX], buf[2048];
+	FILE *f;
+	pid_t pid;
+
+	snprintf(conf, sizeof(conf), "%s/nginx.conf", dir);
+	snprintf(buf, sizeof(buf), "%s/www", dir);
+	mkdir(buf, 0755);
+	snprintf(buf, sizeof(buf), "%s/www/index.html", dir);
+	f = fopen(buf, "we");
+	if (!f)
+		return -errno;
+	fputs("<html><body>termline bench</body></html>\n", f);
+	fclose(f);
+	f = fopen(conf, "we");
+	if (!f)
+		return -errno;
+	fprintf(f,
+		"daemon off; master_process off; worker_processes 1; pid %s/nginx.pid;\n"
+		"error_log %s/error.log; events { worker_connections 1024; }\n"
+		"http { access_log off; client_body_temp_path %s; proxy_temp_path %s;\n"
+		"  fastcgi_temp_path %s; uwsgi_temp_path %s; scgi_temp_path %s;\n"
+		"  keepalive_requests 1000000;\n"
+		"  server { listen 127.0.0.1:%d; root %s/www; } }\n",
+		dir, dir, dir, dir, dir, dir, dir, port, dir);
+	fclose(f);
+	if (bench_pathf(procs, sizeof(procs), "%s/cgroup.procs", cg) < 0)
+		return -ENAMETOOLONG;
+	pid = fork();
+	if (pid == 0) {
+		char me[32];
+
+		snprintf(me, sizeof(me), "%d", getpid());
+		if (write_file(procs, me) < 0)
+			_exit(126);
+		execlp("nginx", "nginx", "-c", conf, "-e", "/dev/null", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int bench_server(int rounds, int seconds, int conns)
+{
+	char mount[PATH_MAX], cg[PATH_MAX], dir[] = "/tmp/termline-bench-http-XXXXXX";
+	struct tl_http_tracker_config tc = { .want = { .names = { "x-request-id" }, .n = 1 } };
+	struct consumer c = { .json = true };
+	pthread_t th;
+	uint64_t cgid;
+	struct stat st;
+	pid_t ng;
+	int port = 18000 + (getpid() % 2000), r;
+
+	if (tl_cgroup_find_mount("/proc/self/mountinfo", mount, sizeof(mount)) < 0 ||
+	    bench_pathf(cg, sizeof(cg), "%s/termline-bench-http-%d", mount, getpid()) < 0)
+		return -ENOENT;
+	if (mkdir(cg, 0755) < 0 || stat(cg, &st) < 0 || !mkdtemp(dir))
+		return -errno;
+	cgid = st.st_ino;
+	ng = start_nginx(dir, cg, port);
+	if (ng < 0)
+		return (int)ng;
+	usleep(300000);
+	tl_buf_init(&c.out, 0);
+	if (tl_http_tracker_new(&tc, on_exchange, &c, &c.tracker) < 0)
+		return -ENOMEM;
+	c.rb = ring_buffer__new(bpf_map__fd(skel->maps.http_events), on_record, &c, NULL);
+	if (!c.rb)
+		return -errno;
+	pthread_create(&th, NULL, consume, &c);
+
+	for (int mode = 0; mode < 2; mode++) {
+		double rps[2][64] = { { 0 } }, cpu_req[2][64] = { { 0 } };
+		uint64_t reqs_on = 0, ex0 = c.exchanges, drops0 = drops();
+		int n[2] = { 0, 0 };
+
+		for (int i = 0; i < rounds * 4 && i < 64; i++) {
+			/* A B B A */
+			int on = (i % 4 == 1 || i % 4 == 2);
+			uint64_t reqs = 0, u0, u1;
+			double x;
+			uint8_t one = 1;
+
+			if (on) {
+				bpf_map_update_elem(bpf_map__fd(skel->maps.http_cgroups), &cgid, &one, BPF_ANY);
+				r = attach(V_RAW);
+			} else {
+				bpf_map_delete_elem(bpf_map__fd(skel->maps.http_cgroups), &cgid);
+				r = attach(V_NONE);
+			}
+			if (r < 0)
+				return r;
+			u0 = cgroup_usage_us(cg);
+			if (run_wrk(port, seconds, conns, mode == 1, &x, &reqs) < 0 || !reqs) {
+				fprintf(stderr, "bench-http-capture: wrk failed\n");
+				return -EIO;
+			}
+			u1 = cgroup_usage_us(cg);
+			rps[on][n[on]] = x;
+			cpu_req[on][n[on]] = (double)(u1 - u0) * 1000.0 / (double)reqs;
+			n[on]++;
+			if (on)
+				reqs_on += reqs;
+		}
+		attach(V_NONE);
+		usleep(50000);
+		{
+			double ra = median(rps[0], n[0]), rb = median(rps[1], n[1]);
+			double ca = median(cpu_req[0], n[0]), cb = median(cpu_req[1], n[1]);
+
+			printf("== server: nginx under wrk -t1 -c%d, %s, %d s runs, %d runs per side (A B B A, median)\n",
+			       conns, mode ? "a new connection per request" : "keep-alive", seconds, n[0]);
+			printf("   capture off: %.0f req/s, nginx CPU %.2f us/request\n", ra, ca / 1000);
+			printf("   capture on:  %.0f req/s (%.1f %% of off), nginx CPU %.2f us/request (%+.2f us)\n",
+			       rb, 100.0 * rb / ra, cb / 1000, (cb - ca) / 1000);
+			printf("   exchanges captured: %llu of %llu requests sent with capture on; ring drops %llu\n",
+			       (unsigned long long)(c.exchanges - ex0), (unsigned long long)reqs_on,
+			       (unsigned long long)(drops() - drops0));
+		}
+	}
+	c.stop = true;
+	pthread_join(th, NULL);
+	printf("== consumer (drain, pair, event + JSON): %.2f us CPU per captured request over %llu\n",
+	       c.exchanges ? (double)c.cpu_ns / 1000.0 / (double)c.exchanges : 0.0,
+	       (unsigned long long)c.exchanges);
+	kill(ng, SIGTERM);
+	waitpid(ng, NULL, 0);
+	ring_buffer__free(c.rb);
+	tl_http_tracker_free(c.tracker);
+	tl_buf_free(&c.out);
+	bench_remove_tree(dir);
+	bench_remove_tree(cg);
+	return 0;
+}
+
+/* The consumer's work on synthetic records, no kernel: keep-alive request
+ * and response heads as nginx and wrk write them, through the pairing and
+ * the event's JSON. For instruction counts under callgrind, which sees user
+ * space only:
+ *   valgrind --tool=callgrind bench-http-capture --consumer-only 100000 */
+static int bench_consumer_only(uint64_t n, bool json)
+{
+	static const char req[] = "GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:18080\r\n"
+				  "x-request-id: bench-request-0123456789\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\n"
+				   "Date: Tue, 01 Dec 2026 03:00:00 GMT\r\nContent-Type: text/html\r\n"
+				   "Content-Length: 42\r\nConnection: keep-alive\r\n\r\n"
+				   "<html><body>termline bench</body></html>\n";
+	struct tl_http_tracker_config tc = { .want = { .names = { "x-request-id" }, .n = 1 } };
+	struct consumer c = { .json = json };
+	uint64_t t0, t1;
+
+	tl_buf_init(&c.out, 0);
+	if (tl_http_tracker_new(&tc, on_exchange, &c, &c.tracker) < 0)
+		return -ENOMEM;
+	t0 = thread_cpu_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		tl_http_tracker_data(c.tracker, 1 + i % 16, 1, 1, true, (const uint8_t *)req,
+				     sizeof(req) - 1, sizeof(req) - 1, (int64_t)(i * 1000));
+		tl_http_tracker_data(c.tracker, 1 + i % 16, 1, 1, false, (const uint8_t *)resp,
+				     sizeof(resp) - 1, sizeof(resp) - 1, (int64_t)(i * 1000 + 500));
+	}
+	t1 = thread_cpu_ns();
+	printf("== consumer only: %llu exchanges, %.3f us CPU each (pairing, event%s)\n",
+	       (unsigned long long)c.exchanges, (double)(t1 - t0) / 1000.0 / (double)n,
+	       json ? ", JSON line" : "");
+	tl_http_tracker_free(c.tracker);
+	tl_buf_free(&c.out);
+	return c.exchanges == n ? 0 : -EIO;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "rounds", required_argument, NULL, 'r' },
+		{ "calls", required_argument, NULL, 'n' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ "connections", required_argument, NULL, 'c' },
+		{ "no-server", no_argument, NULL, 'S' },
+		{ "consumer-only", required_argument, NULL, 'C' },
+		{ "json", no_argument, NULL, 'J' },
+		{ 0 },
+	};
+	uint64_t rounds = 5, calls = 2000000, seconds = 5, conns = 16, consumer_only = 0;
+	bool server = true, json = false;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case 'r':
+			r = bench_parse_u64(optarg, 1, 16, &rounds);
+			break;
+		case 'n':
+			r = bench_parse_u64(optarg, 1000, 1000000000, &calls);
+			break;
+		case 's':
+			r = bench_parse_u64(optarg, 1, 600, &seconds);
+			break;
+		case 'c':
+			r = bench_parse_u64(optarg, 1, 1000, &conns);
+			break;
+		case 'S':
+			server = false;
+			r = 0;
+			break;
+		case 'J':
+			json = true;
+			r = 0;
+			break;
+		case 'C':
+			r = bench_parse_u64(optarg, 1, 100000000, &consumer_only);
+			break;
+		default:
+			return 2;
+		}
+		if (r < 0) {
+			fprintf(stderr, "bench-http-capture: bad value '%s'\n", optarg);
+			return 2;
+		}
+	}
+	if (consumer_only) {
+		tl_clock_sample(&tl_clock_global);
+		return bench_consumer_only(consumer_only, json) < 0 ? 1 : 0;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "bench-http-capture: needs root\n");
+		return 77;
+	}
+	tl_clock_sample(&tl_clock_global);
+	skel = termline_http__open();
+	if (!skel) {
+		fprintf(stderr, "bench-http-capture: open: %s\n", strerror(errno));
+		return 1;
+	}
+	r = termline_http__load(skel);
+	if (r < 0) {
+		fprintf(stderr, "bench-http-capture: load: %s\n", strerror(-r));
+		return 1;
+	}
+	r = bench_syscalls((int)rounds, calls);
+	if (r == 0 && server)
+		r = bench_server((int)rounds, (int)seconds, (int)conns);
+	detach_all();
+	termline_http__destroy(skel);
+	return r < 0 ? 1 : 0;
+}
