@@ -58,8 +58,7 @@ static __always_inline int from_self(const struct sock *sk)
 	return 1; /* not IP: not a Service's traffic */
 }
 
-SEC("tp_btf/inet_sock_set_state")
-int BPF_PROG(conn_accepted, const struct sock *sk, const int oldstate, const int newstate)
+static __always_inline int count_accept(const struct sock *sk, int oldstate, int newstate)
 {
 	struct tl_conn_count zero = {}, *c;
 	struct cgroup *cg;
@@ -83,4 +82,18 @@ int BPF_PROG(conn_accepted, const struct sock *sk, const int oldstate, const int
 	__sync_fetch_and_add(&c->count, 1);
 	c->last_ns = bpf_ktime_get_boot_ns();
 	return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(conn_accepted, const struct sock *sk, const int oldstate, const int newstate)
+{
+	return count_accept(sk, oldstate, newstate);
+}
+
+/* The classic tracepoint twin, where tp_btf cannot attach: the socket
+ * comes as an address, read through CO-RE all the same. */
+SEC("tracepoint/sock/inet_sock_set_state")
+int conn_accepted_tp(struct trace_event_raw_inet_sock_set_state *ctx)
+{
+	return count_accept((const struct sock *)ctx->skaddr, ctx->oldstate, ctx->newstate);
 }

@@ -626,6 +626,8 @@ static int agent_start(struct agent *a)
 		if (r < 0) {
 			tl_warn("%s: the drained gate sees no connections", err[0] ? err : strerror(-r));
 			a->drain_conn = NULL;
+		} else {
+			tl_info("probe attached: %s (drained gate)", tl_drain_conn_probe(a->drain_conn));
 		}
 		r = tl_drain_agent_new(&dc, a->loop, &a->drain);
 		if (r < 0) {

@@ -31,13 +31,48 @@ struct seen {
 
 struct tl_drain_conn {
 	struct termline_conn *skel;
+	const char *probe;
 	int map_fd;
 	struct seen *seen;
 	size_t nseen;
 	bool no_batch;
 };
 
-int tl_drain_conn_new(struct tl_drain_conn **ret, char *err, size_t errlen)
+static int load(struct tl_drain_conn *c, bool classic, char *err, size_t errlen)
+{
+	int r;
+
+	c->skel = termline_conn__open();
+	if (!c->skel) {
+		r = -errno;
+		snprintf(err, errlen, "connection counter: cannot open BPF object: %s", strerror(-r));
+		return r;
+	}
+	/* libbpf-tools' way: both variants compiled, one loaded */
+	if (bpf_program__set_autoload(c->skel->progs.conn_accepted, !classic) < 0 ||
+	    bpf_program__set_autoload(c->skel->progs.conn_accepted_tp, classic) < 0) {
+		snprintf(err, errlen, "connection counter: cannot choose a program variant");
+		return -EINVAL;
+	}
+	r = termline_conn__load(c->skel);
+	if (r < 0) {
+		snprintf(err, errlen, "connection counter: cannot load (%s): %s",
+			 classic ? "tracepoint" : "tp_btf", strerror(-r));
+		return r;
+	}
+	r = termline_conn__attach(c->skel);
+	if (r < 0) {
+		snprintf(err, errlen, "connection counter: cannot attach to inet_sock_set_state (%s): %s",
+			 classic ? "tracepoint" : "tp_btf", strerror(-r));
+		return r;
+	}
+	c->probe = classic ? "inet_sock_set_state:tracepoint" : "inet_sock_set_state:tp_btf";
+	c->map_fd = bpf_map__fd(c->skel->maps.accepted);
+	return 0;
+}
+
+int tl_drain_conn_open(enum tl_drain_conn_variant v, struct tl_drain_conn **ret, char *err,
+		       size_t errlen)
 {
 	struct tl_drain_conn *c = calloc(1, sizeof(*c));
 	int r;
@@ -49,29 +84,29 @@ int tl_drain_conn_new(struct tl_drain_conn **ret, char *err, size_t errlen)
 		free(c);
 		return -ENOMEM;
 	}
-	c->skel = termline_conn__open();
-	if (!c->skel) {
-		r = -errno;
-		snprintf(err, errlen, "connection counter: cannot open BPF object: %s", strerror(-r));
-		goto fail;
+	r = load(c, v == TL_DRAIN_CONN_TRACEPOINT, err, errlen);
+	if (r < 0 && v == TL_DRAIN_CONN_AUTO) {
+		/* no tp_btf here: the classic tracepoint */
+		termline_conn__destroy(c->skel);
+		c->skel = NULL;
+		r = load(c, true, err, errlen);
 	}
-	r = termline_conn__load(c->skel);
 	if (r < 0) {
-		snprintf(err, errlen, "connection counter: cannot load: %s", strerror(-r));
-		goto fail;
+		tl_drain_conn_free(c);
+		return r;
 	}
-	r = termline_conn__attach(c->skel);
-	if (r < 0) {
-		snprintf(err, errlen, "connection counter: cannot attach to inet_sock_set_state: %s",
-			 strerror(-r));
-		goto fail;
-	}
-	c->map_fd = bpf_map__fd(c->skel->maps.accepted);
 	*ret = c;
 	return 0;
-fail:
-	tl_drain_conn_free(c);
-	return r < 0 ? r : -EIO;
+}
+
+int tl_drain_conn_new(struct tl_drain_conn **ret, char *err, size_t errlen)
+{
+	return tl_drain_conn_open(TL_DRAIN_CONN_AUTO, ret, err, errlen);
+}
+
+const char *tl_drain_conn_probe(const struct tl_drain_conn *c)
+{
+	return c->probe;
 }
 
 void tl_drain_conn_free(struct tl_drain_conn *c)

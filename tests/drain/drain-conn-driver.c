@@ -17,20 +17,25 @@ static void seen(void *ud, uint64_t cgroup_id, uint64_t count, int64_t last_ns)
 	*first = 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	enum tl_drain_conn_variant v = TL_DRAIN_CONN_AUTO;
 	struct tl_drain_conn *c = NULL;
 	char err[256] = "", line[64];
 	int r;
 
 	if (tl_clock_sample(&tl_clock_global) < 0)
 		return 1;
-	r = tl_drain_conn_new(&c, err, sizeof(err));
+	if (argc > 1 && strcmp(argv[1], "--tracepoint") == 0)
+		v = TL_DRAIN_CONN_TRACEPOINT;
+	else if (argc > 1 && strcmp(argv[1], "--tp-btf") == 0)
+		v = TL_DRAIN_CONN_TP_BTF;
+	r = tl_drain_conn_open(v, &c, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
-	printf("ready\n");
+	printf("ready %s\n", tl_drain_conn_probe(c));
 	fflush(stdout);
 	while (fgets(line, sizeof(line), stdin)) {
 		int first = 1;

@@ -5,7 +5,8 @@
 cgroup inside a network namespace; connections from outside the namespace
 are counted exactly, with the time of the latest; connections from the
 namespace's loopback and from its own address are not (a sidecar talking to
-its app); a second poll reports only what is new. Needs root."""
+its app); a second poll reports only what is new. Both program variants:
+tp_btf and the classic tracepoint. Needs root."""
 import json
 import os
 import socket
@@ -54,36 +55,40 @@ def main():
             stdout=subprocess.PIPE, text=True,
             preexec_fn=lambda: open(os.path.join(cg, "cgroup.procs"), "w").write(str(os.getpid())))
         assert listener.stdout.readline().strip() == "listening"
-        driver = subprocess.Popen([DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert driver.stdout.readline().strip() == "ready", "driver did not load the program"
+        for variant, probe in (("--tp-btf", "tp_btf"), ("--tracepoint", "tracepoint")):
+            driver = subprocess.Popen([DRIVER, variant], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            line = driver.stdout.readline().strip()
+            assert line == f"ready inet_sock_set_state:{probe}", f"driver {variant}: {line!r}"
 
-        def poll():
-            driver.stdin.write("poll\n")
-            driver.stdin.flush()
-            return json.loads(driver.stdout.readline())
+            def poll():
+                driver.stdin.write("poll\n")
+                driver.stdin.flush()
+                return json.loads(driver.stdout.readline())
 
-        poll()  # whatever the node accepted before this test
-        n = 25
-        t0 = time.time()
-        for _ in range(n):
+            poll()  # whatever the node accepted before this test
+            n = 25
+            t0 = time.time()
+            for _ in range(n):
+                with socket.create_connection((pod_ip, 18081), timeout=5) as s:
+                    s.recv(1)
+            t1 = time.time()
+            # from the namespace itself: loopback and the Pod's own address
+            run(["ip", "netns", "exec", ns, "/usr/bin/python3", "-c",
+                 "import socket\n"
+                 "for a in ['127.0.0.1', '%s'] * 5:\n"
+                 "    socket.create_connection((a, 18081), timeout=5).recv(1)\n" % pod_ip])
+            got = poll().get(str(cg_id))
+            assert got is not None, f"{probe}: no count for the listener's cgroup {cg_id}"
+            count, last_ns = got
+            assert count == n, f"{probe}: counted {count} connections, made {n} from outside (and 10 from inside)"
+            assert t0 - 0.5 <= last_ns / 1e9 <= t1 + 0.5, (probe, t0, last_ns / 1e9, t1)
+            assert str(cg_id) not in poll(), f"{probe}: a second poll reported the same connections again"
             with socket.create_connection((pod_ip, 18081), timeout=5) as s:
                 s.recv(1)
-        t1 = time.time()
-        # from the namespace itself: loopback and the Pod's own address
-        run(["ip", "netns", "exec", ns, "/usr/bin/python3", "-c",
-             "import socket\n"
-             "for a in ['127.0.0.1', '%s'] * 5:\n"
-             "    socket.create_connection((a, 18081), timeout=5).recv(1)\n" % pod_ip])
-        got = poll().get(str(cg_id))
-        assert got is not None, f"no count for the listener's cgroup {cg_id}"
-        count, last_ns = got
-        assert count == n, f"counted {count} connections, made {n} from outside (and 10 from inside)"
-        assert t0 - 0.5 <= last_ns / 1e9 <= t1 + 0.5, (t0, last_ns / 1e9, t1)
-        assert str(cg_id) not in poll(), "a second poll reported the same connections again"
-        with socket.create_connection((pod_ip, 18081), timeout=5) as s:
-            s.recv(1)
-        assert poll().get(str(cg_id), [0])[0] == 1, "one more connection, one more count"
-        print(f"ok: {n} outside connections counted in cgroup {cg_id}, 10 from inside ignored")
+            assert poll().get(str(cg_id), [0])[0] == 1, f"{probe}: one more connection, one more count"
+            driver.stdin.close()
+            driver.wait(10)
+            print(f"ok ({probe}): {n} outside connections counted in cgroup {cg_id}, 10 from inside ignored")
     finally:
         for p in (driver, listener):
             if p and p.poll() is None:
