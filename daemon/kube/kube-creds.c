@@ -81,8 +81,8 @@ static int dup_json_str(struct json_object *o, const char *key, char **ret, size
 
 /* ExecCredential: {"kind":"ExecCredential","status":{"token"|"clientCertificateData"+
  * "clientKeyData","expirationTimestamp"}} */
-static int parse_exec_credential(const char *out, struct tl_kube_creds *c, char *msg,
-				 size_t msglen)
+int tl_kube_exec_credential_parse(const char *out, struct tl_kube_creds *c, char *msg,
+				  size_t msglen)
 {
 	struct json_tokener *tok = json_tokener_new_ex(32);
 	struct json_object *o = NULL, *st, *v;
@@ -186,7 +186,7 @@ static int exec_apply(struct tl_kubeconfig *kc, struct kc_exec_state *st, int re
 
 	snprintf(m, sizeof(m), "%s", msg ? msg : "");
 	if (res == 0)
-		res = parse_exec_credential(out, &nc, m, sizeof(m));
+		res = tl_kube_exec_credential_parse(out, &nc, m, sizeof(m));
 	free(out);
 	if (res == 0) {
 		creds_clear(&kc->creds);

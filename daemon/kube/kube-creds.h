@@ -51,6 +51,11 @@ void tl_kubeconfig_invalidate(struct tl_kubeconfig *kc, uint64_t generation,
 int tl_kubeconfig_subscribe(struct tl_kubeconfig *kc, tl_kube_creds_cb cb, void *userdata);
 void tl_kubeconfig_unsubscribe(struct tl_kubeconfig *kc, tl_kube_creds_cb cb, void *userdata);
 
+/* Exposed for tests and fuzzing: an exec plugin's output (an
+ * ExecCredential) into c, which the caller clears; 0, or -EINVAL with msg
+ * saying why (c may then hold parts, still the caller's to clear). */
+int tl_kube_exec_credential_parse(const char *out, struct tl_kube_creds *c, char *msg,
+				  size_t msglen);
 /* Frees the refresh state and the credentials in force (from
  * tl_kubeconfig_free()). */
 void tl_kube_creds_release(struct tl_kubeconfig *kc);
