@@ -38,6 +38,7 @@ struct waiter {
 	uint64_t deadline_mono;  /* ms, CLOCK_MONOTONIC */
 	int fd;                  /* watched for the client leaving; -1 when not */
 	bool pending, gone;
+	bool counted;            /* in its dpod's waiters */
 	unsigned status;
 	char *body;
 	size_t len;
@@ -451,9 +452,10 @@ static void unlink_waiter(struct waiter *w)
 	w->prev = w->next = NULL;
 	w->pending = false;
 	d->npending--;
-	p = pod_get(d, w->uid, false);
+	p = w->counted ? pod_get(d, w->uid, false) : NULL;
 	if (p && p->waiters)
 		p->waiters--;
+	w->counted = false;
 	unwatch(w);
 	if (!d->npending && d->tick_armed) {
 		tl_timer_disarm(d->tick);
@@ -643,6 +645,7 @@ enum MHD_Result tl_drain_agent_http(struct tl_drain_agent *d, struct MHD_Connect
 			return respond(conn, MHD_HTTP_OK, (char *)q, n);
 		}
 		p->waiters++;
+		w->counted = true;
 	}
 	w->pending = true;
 	w->next = d->pending;
