@@ -51,6 +51,14 @@ struct opts {
 
 static volatile sig_atomic_t interrupted;
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void on_signal(int sig _unused_)
 {
 	interrupted = 1;
@@ -299,7 +307,7 @@ static int read_doc(const char *state, const struct pod_gen *g, struct doc_stats
  * longest single loop iteration meanwhile, i.e. the longest the loop was
  * blocked (the fork, or the final free of the timeline). */
 struct close_time {
-	uint64_t total_ns, step_max_ns;
+	uint64_t total_ns, step_max_ns, step_max_cpu_ns;
 };
 
 /* Adds pod.deleted (linger 0 arms a 1 ms close timer), lets the timer
@@ -309,7 +317,7 @@ static int close_timed(struct tl_timelines *t, struct tl_loop *loop, struct pod_
 {
 	size_t before = tl_timelines_open_count(t);
 	struct tl_event ev;
-	uint64_t t0, deadline, step_max = 0;
+	uint64_t t0, deadline, step_max = 0, step_cpu_max = 0;
 	int r;
 
 	r = tl_event_init(&ev, TL_SRC_API, "pod.deleted", pod_gen_time(g, g->seq++, o->step_us));
@@ -324,7 +332,7 @@ static int close_timed(struct tl_timelines *t, struct tl_loop *loop, struct pod_
 	t0 = bench_now_ns();
 	deadline = t0 + CLOSE_WAIT_MS * (uint64_t)NS_PER_MS;
 	while (tl_timelines_open_count(t) >= before) {
-		uint64_t s0 = bench_now_ns(), s1;
+		uint64_t s0 = bench_now_ns(), s1, k0 = thread_cpu_ns(), k1;
 
 		if (s0 > deadline || interrupted)
 			return -ETIMEDOUT;
@@ -332,14 +340,60 @@ static int close_timed(struct tl_timelines *t, struct tl_loop *loop, struct pod_
 		r = tl_loop_run_once(loop, 0);
 		if (r < 0)
 			return r;
+		k1 = thread_cpu_ns();
 		s1 = bench_now_ns();
 		if (s1 - s0 > step_max)
 			step_max = s1 - s0;
+		if (k1 - k0 > step_cpu_max)
+			step_cpu_max = k1 - k0;
 		usleep(200);
 	}
 	ret->total_ns = bench_now_ns() - t0;
 	ret->step_max_ns = step_max;
+	ret->step_max_cpu_ns = step_cpu_max;
 	return 0;
+}
+
+/* A GET of an open timeline as the HTTP server does it: a snapshot, then
+ * 64 KiB chunks as the client reads. Each step runs on the loop: the
+ * longest one is what a GET can block it. */
+struct serve_time {
+	uint64_t open_ns, chunk_max_ns, total_ns, bytes;
+	uint64_t open_cpu_ns, chunk_max_cpu_ns; /* this thread's CPU: without preemption */
+};
+
+
+static int serve_timed(struct tl_timelines *t, const struct pod_gen *g, struct serve_time *ret)
+{
+	static char chunk[64 * 1024];
+	struct tl_doc_reader *rd;
+	uint64_t t0 = bench_now_ns(), c0 = thread_cpu_ns(), s0, s1, k0, k1;
+	ssize_t n;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = tl_timelines_open_doc(t, "bench", g->name, NULL, &rd);
+	if (r < 0)
+		return r;
+	ret->open_ns = bench_now_ns() - t0;
+	ret->open_cpu_ns = thread_cpu_ns() - c0;
+	for (;;) {
+		s0 = bench_now_ns();
+		k0 = thread_cpu_ns();
+		n = tl_doc_read(rd, chunk, sizeof(chunk));
+		k1 = thread_cpu_ns();
+		s1 = bench_now_ns();
+		if (n <= 0)
+			break;
+		ret->bytes += (uint64_t)n;
+		if (s1 - s0 > ret->chunk_max_ns)
+			ret->chunk_max_ns = s1 - s0;
+		if (k1 - k0 > ret->chunk_max_cpu_ns)
+			ret->chunk_max_cpu_ns = k1 - k0;
+	}
+	tl_doc_reader_free(rd);
+	ret->total_ns = bench_now_ns() - t0;
+	return n < 0 ? (int)n : 0;
 }
 
 static double per_10k(uint64_t grown, uint64_t rss_before, uint64_t events)
@@ -358,6 +412,8 @@ static int phase_append_close(const char *root, const struct opts *o, struct tl_
 	struct pod_gen *pods;
 	uint64_t n = 0, rss0, rss1, rss2, jbytes, t0, t1, cpu0, cpu1, f0, f1;
 	uint64_t close_sum = 0, close_max = 0, step_sum = 0, step_max = 0, doc_bytes = 0, doc_entries = 0;
+	uint64_t open_max = 0, chunk_max = 0, serve_sum = 0, served = 0, heap = 0;
+	uint64_t open_cpu_max = 0, chunk_cpu_max = 0, step_cpu_max = 0;
 	int64_t base = tl_now_real_ns();
 	int r;
 
@@ -415,6 +471,34 @@ static int phase_append_close(const char *root, const struct opts *o, struct tl_
 	printf("  %-34s %12.1f\n", "journal bytes per event", (double)jbytes / (double)n);
 	printf("  %-34s %12.2f\n", "RSS MiB per 10k events/timeline", per_10k(rss1, rss0, n));
 	printf("  %-34s %12.2f\n", "final flush (fsync all) ms", (double)(f1 - f0) / 1e6);
+	heap = tl_timelines_memory(t);
+	printf("  %-34s %12.1f\n", "store heap bytes per event held", (double)heap / (double)n);
+
+	for (unsigned p = 0; p < o->pods && !interrupted; p++) {
+		struct serve_time st;
+
+		r = serve_timed(t, &pods[p], &st);
+		if (r < 0)
+			goto out;
+		if (st.open_ns > open_max)
+			open_max = st.open_ns;
+		if (st.chunk_max_ns > chunk_max)
+			chunk_max = st.chunk_max_ns;
+		if (st.open_cpu_ns > open_cpu_max)
+			open_cpu_max = st.open_cpu_ns;
+		if (st.chunk_max_cpu_ns > chunk_cpu_max)
+			chunk_cpu_max = st.chunk_max_cpu_ns;
+		serve_sum += st.total_ns;
+		served += st.bytes;
+	}
+	printf("\nserve an open timeline (GET: snapshot, then 64 KiB chunks; each step on the loop)\n");
+	printf("  %-34s %12.0f\n", "document bytes", (double)served / (double)o->pods);
+	printf("  %-34s %12.2f\n", "ms snapshot, longest (wall)", (double)open_max / 1e6);
+	printf("  %-34s %12.2f\n", "ms snapshot, longest (thread cpu)", (double)open_cpu_max / 1e6);
+	printf("  %-34s %12.2f\n", "ms per chunk, longest (wall)", (double)chunk_max / 1e6);
+	printf("  %-34s %12.2f\n", "ms per chunk, longest (thread cpu)", (double)chunk_cpu_max / 1e6);
+	printf("  %-34s %12.2f\n", "ms per document, all chunks (mean)",
+	       (double)serve_sum / 1e6 / (double)o->pods);
 
 	for (unsigned p = 0; p < o->pods && !interrupted; p++) {
 		struct doc_stats ds;
@@ -432,6 +516,8 @@ static int phase_append_close(const char *root, const struct opts *o, struct tl_
 		step_sum += ct.step_max_ns;
 		if (ct.step_max_ns > step_max)
 			step_max = ct.step_max_ns;
+		if (ct.step_max_cpu_ns > step_cpu_max)
+			step_cpu_max = ct.step_max_cpu_ns;
 		doc_bytes += ds.bytes;
 		doc_entries += ds.entries;
 	}
@@ -453,6 +539,7 @@ static int phase_append_close(const char *root, const struct opts *o, struct tl_
 	printf("  %-34s %12.2f\n", "ms loop blocked, longest (mean)",
 	       (double)step_sum / 1e6 / (double)o->pods);
 	printf("  %-34s %12.2f\n", "ms loop blocked, longest (max)", (double)step_max / 1e6);
+	printf("  %-34s %12.2f\n", "ms loop step, longest (thread cpu)", (double)step_cpu_max / 1e6);
 	printf("  %-34s %12.1f\n", "RSS MiB given back after closing",
 	       rss1 > rss2 ? (double)(rss1 - rss2) / (1024.0 * 1024.0) : 0.0);
 	r = 0;

@@ -396,6 +396,58 @@ int document_write(const struct tl_state *s, const struct recorder_info *rec,
 
 /* ---- state copies ---- */
 
+struct arena_hdr {
+	uint32_t refs;
+	uint32_t _pad;
+};
+
+static struct arena_hdr *arena_hdr(uint8_t *arena)
+{
+	return (struct arena_hdr *)(void *)(arena - sizeof(struct arena_hdr));
+}
+
+uint8_t *arena_ref(uint8_t *arena)
+{
+	if (arena)
+		arena_hdr(arena)->refs++;
+	return arena;
+}
+
+void arena_unref(uint8_t *arena)
+{
+	if (arena && --arena_hdr(arena)->refs == 0)
+		free(arena_hdr(arena));
+}
+
+int arena_reserve(struct tl_state *s, size_t need)
+{
+	size_t ncap = s->acap ? s->acap : 4096;
+	struct arena_hdr *h;
+
+	if (need <= s->acap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	if (s->arena && arena_hdr(s->arena)->refs == 1) {
+		h = realloc(arena_hdr(s->arena), sizeof(*h) + ncap);
+		if (!h)
+			return -ENOMEM;
+	} else {
+		/* Shared with a snapshot (or new): a copy of our own. */
+		h = malloc(sizeof(*h) + ncap);
+		if (!h)
+			return -ENOMEM;
+		h->refs = 1;
+		if (s->arena) {
+			memcpy(h + 1, s->arena, s->alen);
+			arena_unref(s->arena);
+		}
+	}
+	s->arena = (uint8_t *)(h + 1);
+	s->acap = ncap;
+	return 0;
+}
+
 static void *dup_mem(const void *p, size_t n)
 {
 	void *c = malloc(n ? n : 1);
@@ -416,13 +468,14 @@ int state_copy(const struct tl_state *s, struct tl_state *ret)
 	ret->recording_since_ns = s->recording_since_ns;
 	ret->ctrs = dup_mem(s->ctrs, s->n_ctrs * sizeof(*s->ctrs));
 	ret->n_ctrs = ret->cap_ctrs = s->n_ctrs;
-	ret->arena = dup_mem(s->arena, s->alen);
+	/* shared: a reference, not a copy (see arena_reserve) */
+	ret->arena = arena_ref(s->arena);
 	ret->alen = ret->acap = s->alen;
 	ret->ev = dup_mem(s->ev, s->n * sizeof(*s->ev));
 	ret->n = ret->cap = s->n;
 	ret->aggs = dup_mem(s->aggs, s->n_aggs * sizeof(*s->aggs));
 	ret->n_aggs = ret->cap_aggs = s->n_aggs;
-	if (!ret->ctrs || !ret->arena || !ret->ev || !ret->aggs ||
+	if (!ret->ctrs || (s->alen && !ret->arena) || !ret->ev || !ret->aggs ||
 	    tl_strtab_clone(s->strs, &ret->strs) < 0) {
 		state_release(ret);
 		return -ENOMEM;
@@ -438,7 +491,7 @@ void state_release(struct tl_state *s)
 	json_object_put(s->gaps);
 	tl_strtab_free(s->strs);
 	free(s->ctrs);
-	free(s->arena);
+	arena_unref(s->arena);
 	free(s->ev);
 	free(s->aggs);
 	memset(s, 0, sizeof(*s));

@@ -84,6 +84,15 @@ struct recorder_info {
 	size_t n_probes;
 };
 
+/* The record arena is shared, not copied, by snapshots: records are never
+ * changed once written, so a snapshot's index stays valid in the arena it
+ * was taken from. The arena carries a reference count in front of it;
+ * growing a shared arena moves the timeline to a copy and leaves the old
+ * one to the snapshots. */
+int arena_reserve(struct tl_state *s, size_t need);
+uint8_t *arena_ref(uint8_t *arena);
+void arena_unref(uint8_t *arena);
+
 /* Unpacks entry i of s into ev (strings borrowed from s->strs). 0 or
  * -EINVAL (a damaged record). */
 int state_event(const struct tl_state *s, size_t i, struct tl_event *ev);

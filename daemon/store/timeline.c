@@ -592,18 +592,8 @@ static int insert_record(struct tl_state *s, int64_t t, const struct rec_hdr *h,
 
 	if (off + need >= AGG_REF)
 		return -E2BIG;
-	if (off + need > s->acap) {
-		size_t ncap = s->acap ? s->acap * 2 : 4096;
-		uint8_t *n;
-
-		while (ncap < off + need)
-			ncap *= 2;
-		n = realloc(s->arena, ncap);
-		if (!n)
-			return -ENOMEM;
-		s->arena = n;
-		s->acap = ncap;
-	}
+	if (arena_reserve(s, off + need) < 0)
+		return -ENOMEM;
 	memcpy(s->arena + off, h, sizeof(*h));
 	memcpy(s->arena + off + sizeof(*h), payload, h->len);
 	if (insert_ref(s, t, (uint32_t)off) < 0)
