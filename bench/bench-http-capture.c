@@ -23,6 +23,7 @@
  * Figures only: nothing asserts on timing. The machine may be shared:
  * the interleaving spreads drift over both sides; say so with the figures.
  *   bench-http-capture [--rounds N] [--calls N] [--seconds S] [--connections C] [--no-server]
+ *                      [--no-syscalls]
  *   bench-http-capture --consumer-only N [--json]   (no root: the consumer alone, for callgrind)
  * Needs root, nginx and wrk; exits 77 without root. */
 #include <errno.h>
@@ -349,6 +350,20 @@ static pid_t start_nginx(const char *dir, const char *cg, int port)
 	return pid;
 }
 
+/* Kernel-side run time of the sys_exit program (BPF_STATS_RUN_TIME). */
+static void prog_stats(uint64_t *run_ns, uint64_t *runs)
+{
+	struct bpf_prog_info info;
+	uint32_t len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	*run_ns = *runs = 0;
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(skel->progs.http_sys_exit), &info, &len) == 0) {
+		*run_ns = info.run_time_ns;
+		*runs = info.run_cnt;
+	}
+}
+
 static int bench_server(int rounds, int seconds, int conns)
 {
 	char mount[PATH_MAX], cg[PATH_MAX], dir[] = "/tmp/termline-bench-http-XXXXXX";
@@ -380,9 +395,10 @@ static int bench_server(int rounds, int seconds, int conns)
 
 	for (int mode = 0; mode < 2; mode++) {
 		double rps[2][64] = { { 0 } }, cpu_req[2][64] = { { 0 } };
-		uint64_t reqs_on = 0, ex0 = c.exchanges, drops0 = drops();
+		uint64_t reqs_on = 0, ex0 = c.exchanges, drops0 = drops(), pns0, pruns0, pns1, pruns1;
 		int n[2] = { 0, 0 };
 
+		prog_stats(&pns0, &pruns0);
 		for (int i = 0; i < rounds * 4 && i < 64; i++) {
 			/* A B B A */
 			int on = (i % 4 == 1 || i % 4 == 2);
@@ -413,6 +429,7 @@ static int bench_server(int rounds, int seconds, int conns)
 		}
 		attach(V_NONE);
 		usleep(50000);
+		prog_stats(&pns1, &pruns1);
 		{
 			double ra = median(rps[0], n[0]), rb = median(rps[1], n[1]);
 			double ca = median(cpu_req[0], n[0]), cb = median(cpu_req[1], n[1]);
@@ -425,6 +442,13 @@ static int bench_server(int rounds, int seconds, int conns)
 			printf("   exchanges captured: %llu of %llu requests sent with capture on; ring drops %llu\n",
 			       (unsigned long long)(c.exchanges - ex0), (unsigned long long)reqs_on,
 			       (unsigned long long)(drops() - drops0));
+			/* Every syscall exit on the node runs the program while it is
+			 * attached, nginx's and everybody else's. */
+			if (pruns1 > pruns0 && reqs_on)
+				printf("   sys_exit program: %.0f ns per run (all syscalls on the node), "
+				       "%.2f us per request sent (runs of every process included)\n",
+				       (double)(pns1 - pns0) / (double)(pruns1 - pruns0),
+				       (double)(pns1 - pns0) / 1000.0 / (double)reqs_on);
 		}
 	}
 	c.stop = true;
@@ -486,13 +510,14 @@ int main(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 's' },
 		{ "connections", required_argument, NULL, 'c' },
 		{ "no-server", no_argument, NULL, 'S' },
+		{ "no-syscalls", no_argument, NULL, 'Y' },
 		{ "consumer-only", required_argument, NULL, 'C' },
 		{ "json", no_argument, NULL, 'J' },
 		{ 0 },
 	};
 	uint64_t rounds = 5, calls = 2000000, seconds = 5, conns = 16, consumer_only = 0;
-	bool server = true, json = false;
-	int o, r;
+	bool server = true, json = false, syscalls = true;
+	int o, r, stats_fd;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
@@ -510,6 +535,10 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			server = false;
+			r = 0;
+			break;
+		case 'Y':
+			syscalls = false;
 			r = 0;
 			break;
 		case 'J':
@@ -546,10 +575,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-http-capture: load: %s\n", strerror(-r));
 		return 1;
 	}
-	r = bench_syscalls((int)rounds, calls);
+	/* Program run time, counted by the kernel while this fd is open. */
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (stats_fd < 0)
+		fprintf(stderr, "bench-http-capture: no BPF run-time statistics: %s\n", strerror(errno));
+	r = syscalls ? bench_syscalls((int)rounds, calls) : 0;
 	if (r == 0 && server)
 		r = bench_server((int)rounds, (int)seconds, (int)conns);
 	detach_all();
 	termline_http__destroy(skel);
+	if (stats_fd >= 0)
+		close(stats_fd);
 	return r < 0 ? 1 : 0;
 }
