@@ -51,7 +51,7 @@ static __always_inline void *tl_reserve(__u32 size, __u32 kind)
 
 /* Submits without waking the consumer (it drains on a short timer) unless a
  * quarter of the ring is already filled: waking on every record costs several
- * microseconds per event (REFERENCE.md section 5). */
+ * microseconds per event (bench/README.md, bench-kernel-events). */
 static __always_inline void tl_submit(void *e)
 {
 	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);

@@ -285,7 +285,13 @@ static bool state_complete(const struct tl_state *s)
 {
 	const struct loss *l = &s->loss;
 
-	return !(l->kernel || l->aggregated || l->dropped || l->disk || l->restarts);
+	bool any = false;
+
+	/* unreadable is already in disk */
+#define ANY(field, key) any |= (key) != NULL && l->field != 0;
+	LOSS_FIELDS(ANY)
+#undef ANY
+	return !any;
 }
 
 static struct json_object *build_recorder(const struct tl_state *s, const struct recorder_info *ri)
@@ -316,11 +322,11 @@ static struct json_object *build_loss(const struct loss *l)
 
 	if (!o)
 		return NULL;
-	json_object_object_add(o, "kernelEventsDropped", json_object_new_int64((int64_t)l->kernel));
-	json_object_object_add(o, "eventsAggregated", json_object_new_int64((int64_t)l->aggregated));
-	json_object_object_add(o, "eventsDropped", json_object_new_int64((int64_t)l->dropped));
-	json_object_object_add(o, "diskErrors", json_object_new_int64((int64_t)l->disk));
-	json_object_object_add(o, "agentRestarts", json_object_new_int64((int64_t)l->restarts));
+#define ADD(field, key) \
+	if (key) \
+		json_object_object_add(o, key, json_object_new_int64((int64_t)l->field));
+	LOSS_FIELDS(ADD)
+#undef ADD
 	return o;
 }
 

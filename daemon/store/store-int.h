@@ -51,11 +51,23 @@ struct ctr_ent {
 	uint64_t cgroup_id;
 };
 
+/* The loss counters, in one list: the struct, the journal's L frame (in
+ * this order), the previous format's "loss" record (by field name) and the
+ * document's "loss" object (by its key; NULL: not in the document).
+ * unreadable: records still in the journal, already counted in disk: the
+ * next replay meets them again and must not count them twice. */
+#define LOSS_FIELDS(X) \
+	X(kernel, "kernelEventsDropped") \
+	X(aggregated, "eventsAggregated") \
+	X(dropped, "eventsDropped") \
+	X(disk, "diskErrors") \
+	X(restarts, "agentRestarts") \
+	X(unreadable, NULL)
+
 struct loss {
-	uint64_t kernel, aggregated, dropped, disk, restarts;
-	/* Unreadable records still in the journal, already counted in disk:
-	 * the next replay meets them again and must not count them twice. */
-	uint64_t unreadable;
+#define LOSS_MEMBER(f, key) uint64_t f;
+	LOSS_FIELDS(LOSS_MEMBER)
+#undef LOSS_MEMBER
 };
 
 /* The recorded state of one timeline: what the document is made of. A

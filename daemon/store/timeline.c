@@ -370,12 +370,9 @@ static void journal_frame(struct timeline *tl, const struct frame *f)
 static void loss_frame(const struct loss *l, struct frame *f)
 {
 	fr_start(f, FR_LOSS);
-	fr_u(f, l->kernel);
-	fr_u(f, l->aggregated);
-	fr_u(f, l->dropped);
-	fr_u(f, l->disk);
-	fr_u(f, l->restarts);
-	fr_u(f, l->unreadable);
+#define PUT(field, key) fr_u(f, l->field);
+	LOSS_FIELDS(PUT)
+#undef PUT
 }
 
 /* The loss as a replay must see it: what is held aside while closing
@@ -1597,13 +1594,8 @@ static void add_gap(struct timeline *tl, int64_t from, int64_t to)
 
 static void max_loss(struct loss *l, const struct loss *x)
 {
-#define MAXOF(f) if (x->f > l->f) l->f = x->f
-	MAXOF(kernel);
-	MAXOF(aggregated);
-	MAXOF(dropped);
-	MAXOF(disk);
-	MAXOF(restarts);
-	MAXOF(unreadable);
+#define MAXOF(f, key) if (x->f > l->f) l->f = x->f;
+	LOSS_FIELDS(MAXOF)
 #undef MAXOF
 }
 
@@ -1717,12 +1709,9 @@ static int replay_frame(void *userdata, const uint8_t *body, size_t len)
 	case FR_LOSS: {
 		struct loss l;
 
-		l.kernel = rd_u(&r);
-		l.aggregated = rd_u(&r);
-		l.dropped = rd_u(&r);
-		l.disk = rd_u(&r);
-		l.restarts = rd_u(&r);
-		l.unreadable = rd_u(&r);
+#define GET(field, key) l.field = rd_u(&r);
+		LOSS_FIELDS(GET)
+#undef GET
 		if (r.bad)
 			goto bad;
 		max_loss(&tl->s.loss, &l);
@@ -1807,16 +1796,10 @@ static int replay_record(void *userdata, struct json_object *rec)
 	}
 	if (strcmp(k, "loss") == 0) {
 		struct loss l = { 0 };
-#define GET(field, key) do { \
-		if (json_object_object_get_ex(rec, key, &v) && json_object_get_int64(v) > 0) \
-			l.field = (uint64_t)json_object_get_int64(v); \
-	} while (0)
-		GET(kernel, "kernel");
-		GET(aggregated, "aggregated");
-		GET(dropped, "dropped");
-		GET(disk, "disk");
-		GET(restarts, "restarts");
-		GET(unreadable, "unreadable");
+#define GET(field, key) \
+		if (json_object_object_get_ex(rec, #field, &v) && json_object_get_int64(v) > 0) \
+			l.field = (uint64_t)json_object_get_int64(v);
+		LOSS_FIELDS(GET)
 #undef GET
 		max_loss(&tl->s.loss, &l);
 		return 0;

@@ -10,7 +10,8 @@
 #include "timeline.h"
 
 /* Shared by the timeline tests and the sample writer: events of every
- * DESIGN.md type with plausible fields, Pod metadata, loop helpers. */
+ * kind of docs/timeline-format.md with plausible fields, Pod metadata, loop
+ * helpers. */
 #define SCN_S 1000000000LL
 
 /* Fills ev (initialised here) with a valid event of type at time t. */
