@@ -387,6 +387,46 @@ int tl_event_copy(const struct tl_event *src, struct tl_event *ret)
 
 /* ---- the encoder ---- */
 
+/* RFC 3339 with nanoseconds, as tl_time_format, without its gmtime_r and
+ * snprintf for every event: events come in bursts within one second, so
+ * the "YYYY-MM-DDTHH:MM:SS." part of the last second is kept and only the
+ * nanoseconds are written (a bench-http-capture profile found the two
+ * timestamps of an http.request at ~8,000 instructions). */
+static void add_time(struct tl_buf *b, int64_t ns)
+{
+	static int64_t cached_sec = INT64_MIN;
+	static char prefix[TL_TIME_STRLEN];
+	static size_t prefix_len;
+	int64_t sec = ns / 1000000000LL, frac = ns % 1000000000LL;
+	char digits[10];
+
+	if (frac < 0) {
+		frac += 1000000000LL;
+		sec -= 1;
+	}
+	if (sec != cached_sec) {
+		char full[TL_TIME_STRLEN];
+		const char *dot;
+
+		tl_time_format(sec * 1000000000LL, full);
+		dot = strchr(full, '.');
+		if (!dot || (size_t)(dot - full) + 1 >= sizeof(prefix)) {
+			tl_buf_adds(b, tl_time_format(ns, full));
+			return;
+		}
+		prefix_len = (size_t)(dot - full) + 1;
+		memcpy(prefix, full, prefix_len);
+		cached_sec = sec;
+	}
+	tl_buf_add(b, prefix, prefix_len);
+	for (int i = 8; i >= 0; i--) {
+		digits[i] = (char)('0' + frac % 10);
+		frac /= 10;
+	}
+	digits[9] = 'Z';
+	tl_buf_add(b, digits, 10);
+}
+
 static void add_key(struct tl_buf *b, const char *key)
 {
 	tl_buf_addc(b, ',');
@@ -459,24 +499,20 @@ static void add_value(struct tl_buf *b, const struct tl_event *ev, unsigned slot
 			snprintf(tmp, sizeof(tmp), "%s:%u", ip, v->port);
 		tl_buf_add_json_str(b, tmp, strlen(tmp));
 		break;
-	case TL_FT_TIME: {
-		char tbuf[TL_TIME_STRLEN];
-
+	case TL_FT_TIME:
 		tl_buf_addc(b, '"');
-		tl_buf_adds(b, tl_time_format(v->i, tbuf));
+		add_time(b, v->i);
 		tl_buf_addc(b, '"');
 		break;
-	}
 	}
 }
 
 void tl_event_append_json(const struct tl_event *ev, bool with_ids, struct tl_buf *out)
 {
 	const struct tl_kind_info *k = &tl_kinds[(unsigned)ev->kind < TL_KIND_MAX ? ev->kind : 0];
-	char tbuf[TL_TIME_STRLEN];
 
 	tl_buf_add(out, "{\"time\":\"", 9);
-	tl_buf_adds(out, tl_time_format(ev->time_ns, tbuf));
+	add_time(out, ev->time_ns);
 	tl_buf_add(out, "\",\"source\":\"", 12);
 	tl_buf_adds(out, tl_source_name(ev->source));
 	tl_buf_add(out, "\",\"type\":\"", 10);

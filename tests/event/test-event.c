@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "event.h"
 #include "strtab.h"
 #include "tl-buf.h"
@@ -229,6 +230,27 @@ START_TEST(utf8_and_copy)
 }
 END_TEST
 
+/* The encoder's cached time prefix writes what tl_time_format writes. */
+START_TEST(encoder_times)
+{
+	static const int64_t times[] = { 0, 1, 999999999, 1000000000, 1795986854123456789LL,
+					 1795986854000000007LL, 1795986855000000000LL, -1,
+					 -1000000001LL, 1795986854999999999LL };
+	static struct tl_event ev;
+
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		char want[TL_TIME_STRLEN];
+		struct json_object *o, *v;
+
+		tl_event_init_kind(&ev, TL_KIND_POD_DELETED, TL_SRC_API, times[i]);
+		o = tl_event_to_json(&ev, false);
+		ck_assert(json_object_object_get_ex(o, "time", &v));
+		ck_assert_str_eq(json_object_get_string(v), tl_time_format(times[i], want));
+		json_object_put(o);
+	}
+}
+END_TEST
+
 START_TEST(signal_names)
 {
 	char buf[32];
@@ -311,6 +333,7 @@ int main(void)
 	tcase_add_test(tc, extra_fields_and_ids);
 	tcase_add_test(tc, ids_inline_and_interned);
 	tcase_add_test(tc, utf8_and_copy);
+	tcase_add_test(tc, encoder_times);
 	tcase_add_test(tc, signal_names);
 	tcase_add_test(tc, strtab_interns);
 	tcase_add_test(tc, varints_and_buf);
