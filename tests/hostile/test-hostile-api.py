@@ -29,6 +29,9 @@ class Double:
         self.port_file = os.path.join(work, "double.port")
         self.req_log = os.path.join(work, "double.requests")
         self.out = os.path.join(work, "double.out")
+        for f in (self.port_file, self.req_log):  # a previous double's
+            if os.path.exists(f):
+                os.unlink(f)
         self.proc = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "hostile-double.py"),
                                       "--port-file", self.port_file, "--log", self.req_log,
                                       "--token", TOKEN] + list(args),
@@ -159,9 +162,11 @@ def main():
         d, a, rc = plugin_run(work, root, "inject",
                               "printf '%s\\n' '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
                               "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"a\\r\\nX-Injected: 1\"}}'\n")
-        for r in d.requests():
+        reqs = d.requests()
+        for r in reqs:
             names = [h[0].lower() for h in r["headers"]]
             assert "x-injected" not in names, f"injected header reached the server: {r}"
+            assert not any("\r" in h[1] or "\n" in h[1] for h in r["headers"]), r
         assert "control characters" in a.read_log().decode(errors="replace"), a.read_log()
     finally:
         try:
