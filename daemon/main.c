@@ -183,7 +183,8 @@ static void on_cgroup_added(void *userdata, const struct tl_cgroup_info *info)
 
 	/* Cgroups found at start come to the capture once it exists (as Pods
 	 * already running); these are new. */
-	tl_capture_cgroup_added(a->capture, info->cgroup_id, info->parsed.pod_uid, true);
+	tl_capture_cgroup_added(a->capture, info->cgroup_id, info->parsed.pod_uid,
+				info->parsed.container_id, true);
 	if (!a->bpf)
 		return;
 	r = tl_bpf_track_cgroup(a->bpf, info->cgroup_id);
@@ -197,7 +198,8 @@ static int register_cgroup(void *userdata, const struct tl_cgroup_info *info)
 {
 	struct agent *a = userdata;
 
-	tl_capture_cgroup_added(a->capture, info->cgroup_id, info->parsed.pod_uid, false);
+	tl_capture_cgroup_added(a->capture, info->cgroup_id, info->parsed.pod_uid,
+				info->parsed.container_id, false);
 	return 0;
 }
 

@@ -12,6 +12,11 @@
 #include "macro.h"
 #include "metrics.h"
 
+/* Inbound exchanges of a Pod with an access log wait this long for the
+ * proxy's record of the same request (it is written after the response,
+ * through the runtime's log pipe), to become one event. */
+#define JOIN_WAIT_NS (2LL * 1000000000LL)
+#define MAX_HELD 4096
 #define MAX_CGROUPS 16384
 #define MAX_WINDOWS 4096
 #define HOUSEKEEPING_MS 1000
@@ -23,6 +28,7 @@
 struct cg {
 	uint64_t id;
 	char uid[TL_UID_MAX];
+	char container_id[TL_CONTAINER_ID_MAX];
 	bool tracked;     /* in the kernel's http_cgroups now */
 };
 
@@ -31,6 +37,13 @@ struct window {
 	int64_t until_ns;   /* the window closes then */
 	bool terminating;   /* a termination window (start-up otherwise) */
 	bool ending;        /* until_ns set from the end of the Pod's timeline */
+};
+
+struct held {
+	struct tl_http_exchange x;
+	char uid[TL_UID_MAX];
+	int64_t start_ns, end_ns; /* UTC */
+	int64_t held_at;          /* CLOCK_BOOTTIME */
 };
 
 struct tl_capture {
@@ -43,6 +56,8 @@ struct tl_capture {
 	struct tl_timer *timer;
 	struct cg *cgs;
 	size_t n_cgs;
+	struct held *held;        /* ring, oldest at held_head */
+	size_t held_head, n_held;
 	struct window *win;
 	size_t n_win;
 	uint64_t log_records;
@@ -125,6 +140,95 @@ int tl_capture_kernel_event(const struct tl_http_exchange *x, int64_t start_ns, 
 	return r;
 }
 
+static const struct cg *find_cg(struct tl_capture *c, uint64_t cgroup_id)
+{
+	for (size_t i = 0; i < c->n_cgs; i++)
+		if (c->cgs[i].id == cgroup_id)
+			return &c->cgs[i];
+	return NULL;
+}
+
+static const char *cgroup_pod(struct tl_capture *c, uint64_t cgroup_id)
+{
+	const struct cg *g = find_cg(c, cgroup_id);
+
+	return g ? g->uid : NULL;
+}
+
+static void emit_kernel(struct tl_capture *c, const struct tl_http_exchange *x, int64_t start,
+			int64_t end)
+{
+	struct tl_event ev;
+
+	if (tl_capture_kernel_event(x, start, end, &ev) < 0) {
+		tl_metric_add("termline_http_kernel_requests_dropped_total", NULL, 1);
+		return;
+	}
+	tl_metric_add("termline_http_kernel_requests_total", NULL, 1);
+	tl_emit(&c->emit, &ev);
+}
+
+/* Held exchanges that waited long enough (or all, at the end) go out alone. */
+static void release_held(struct tl_capture *c, int64_t before)
+{
+	while (c->n_held) {
+		struct held *h = &c->held[c->held_head];
+
+		if (h->held_at >= before)
+			break;
+		c->held_head = (c->held_head + 1) % MAX_HELD;
+		c->n_held--;
+		if (h->x.id[0] == '\0')
+			continue; /* joined already */
+		emit_kernel(c, &h->x, h->start_ns, h->end_ns);
+	}
+}
+
+/* The proxy's record and the proxy's own inbound leg of the same request
+ * are one request: the log event takes the socket's timing (nanoseconds,
+ * where the log has milliseconds) and cgroup, and says it was seen by both.
+ * Of the held inbound exchanges of this Pod with this request ID, the
+ * earliest is the proxy's (the app reads the request after the proxy). */
+static void join_kernel(struct tl_capture *c, const char *uid, const struct tl_access_record *rec,
+			struct tl_event *ev)
+{
+	struct held *best = NULL;
+	const struct cg *g;
+
+	if (!rec->request_id[0] || rec->direction == TL_DIR_OUTBOUND)
+		return;
+	/* The proxy logs right after it answers; the answer's record may
+	 * still sit in the ring (drained every 10 ms): take it first. */
+	if (c->bpf)
+		tl_http_bpf_drain(c->bpf);
+	for (size_t i = 0; i < c->n_held; i++) {
+		struct held *h = &c->held[(c->held_head + i) % MAX_HELD];
+
+		if (h->x.id[0] && strcmp(h->x.id, rec->request_id) == 0 && strcmp(h->uid, uid) == 0 &&
+		    (!best || h->start_ns < best->start_ns))
+			best = h;
+	}
+	if (!best)
+		return;
+	ev->time_ns = best->start_ns;
+	ev->cgroup_id = best->x.cgroup_id;
+	/* The Pod is known from the log's directory, so the sink will not
+	 * look at the cgroup: the container id comes from here. */
+	g = find_cg(c, best->x.cgroup_id);
+	if (g)
+		snprintf(ev->container_id, sizeof(ev->container_id), "%s", g->container_id);
+	if (tl_event_set_i(ev, TL_F_HTTP_START, best->start_ns) < 0 ||
+	    tl_event_set_i(ev, TL_F_HTTP_DURATION_MS, (best->end_ns - best->start_ns) / 1000000) < 0 ||
+	    tl_event_set_str(ev, "alsoSeenBy", "kernel") < 0)
+		tl_metric_add("termline_http_join_errors_total", NULL, 1);
+	/* The socket saw no response (reset, closed): the log's status
+	 * stands, the kernel's reason is kept. */
+	if (best->x.error)
+		tl_event_set_i(ev, TL_F_HTTP_STATUS, rec->status);
+	best->x.id[0] = '\0';
+	tl_metric_add("termline_http_joined_total", NULL, 1);
+}
+
 static void on_log_record(void *ud, const struct tl_pod_log_source *src, int64_t t,
 			  const char *text, size_t len, bool cut)
 {
@@ -141,6 +245,7 @@ static void on_log_record(void *ud, const struct tl_pod_log_source *src, int64_t
 		tl_metric_add("termline_http_log_records_dropped_total", NULL, 1);
 		return;
 	}
+	join_kernel(c, src->uid, &rec, &ev);
 	c->log_records++;
 	tl_metric_add("termline_http_log_records_total", NULL, 1);
 	tl_emit(&c->emit, &ev);
@@ -151,16 +256,32 @@ static void on_log_record(void *ud, const struct tl_pod_log_source *src, int64_t
 static void on_exchange(void *ud, const struct tl_http_exchange *x)
 {
 	struct tl_capture *c = ud;
-	struct tl_event ev;
 	int64_t start = tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->start_ns);
 	int64_t end = tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->end_ns);
+	const char *uid;
+	struct held *h;
 
-	if (tl_capture_kernel_event(x, start, end, &ev) < 0) {
-		tl_metric_add("termline_http_kernel_requests_dropped_total", NULL, 1);
+	/* An inbound request with an ID in a Pod whose proxy logs: wait for
+	 * the log's record of it. Everything else goes out now. */
+	if (!c->logs || !x->id[0] || x->direction != TL_HTTP_DIR_INBOUND ||
+	    !(uid = cgroup_pod(c, x->cgroup_id)) || !tl_pod_logs_has_pod(c->logs, uid)) {
+		emit_kernel(c, x, start, end);
 		return;
 	}
-	tl_metric_add("termline_http_kernel_requests_total", NULL, 1);
-	tl_emit(&c->emit, &ev);
+	if (c->n_held == MAX_HELD) {
+		/* Full: the oldest goes out alone. */
+		h = &c->held[c->held_head];
+		c->held_head = (c->held_head + 1) % MAX_HELD;
+		c->n_held--;
+		if (h->x.id[0])
+			emit_kernel(c, &h->x, h->start_ns, h->end_ns);
+	}
+	h = &c->held[(c->held_head + c->n_held++) % MAX_HELD];
+	h->x = *x;
+	snprintf(h->uid, sizeof(h->uid), "%s", uid);
+	h->start_ns = start;
+	h->end_ns = end;
+	h->held_at = tl_now_boot_ns();
 }
 
 static void on_rec(void *ud, const struct tl_http_rec *r, const uint8_t *data)
@@ -327,6 +448,7 @@ static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _u
 	struct tl_capture *c = ud;
 
 	expire_windows(c, tl_now_real_ns());
+	release_held(c, tl_now_boot_ns() - JOIN_WAIT_NS);
 	if (c->tracker)
 		tl_http_tracker_expire(c->tracker, tl_now_boot_ns() - CONN_IDLE_NS);
 	if (c->bpf)
@@ -334,7 +456,7 @@ static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _u
 }
 
 void tl_capture_cgroup_added(struct tl_capture *c, uint64_t cgroup_id, const char *pod_uid,
-			     bool opening)
+			     const char *container_id, bool opening)
 {
 	struct cg *g = NULL;
 
@@ -351,6 +473,7 @@ void tl_capture_cgroup_added(struct tl_capture *c, uint64_t cgroup_id, const cha
 		g->id = cgroup_id;
 	}
 	snprintf(g->uid, sizeof(g->uid), "%s", pod_uid);
+	snprintf(g->container_id, sizeof(g->container_id), "%s", container_id ? container_id : "");
 	if (opening && !find_window(c, pod_uid))
 		open_window(c, pod_uid, false,
 			    tl_now_real_ns() + (int64_t)c->cfg.start_max_s * 1000000000LL);
@@ -444,6 +567,10 @@ static void describe_metrics(void)
 			   "Failed attaches of the HTTP syscall program.");
 	tl_metric_describe("termline_http_capture_windows_refused_total", TL_METRIC_COUNTER,
 			   "Capture windows not opened: too many at once.");
+	tl_metric_describe("termline_http_joined_total", TL_METRIC_COUNTER,
+			   "Access-log records joined with the proxy's inbound leg seen on its socket.");
+	tl_metric_describe("termline_http_join_errors_total", TL_METRIC_COUNTER,
+			   "Joined records whose socket fields could not be set.");
 	tl_metric_describe("termline_http_ring_dropped", TL_METRIC_GAUGE,
 			   "HTTP records lost to a full ring buffer since start.");
 }
@@ -469,7 +596,8 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 	describe_metrics();
 	c->cgs = calloc(MAX_CGROUPS, sizeof(*c->cgs));
 	c->win = calloc(MAX_WINDOWS, sizeof(*c->win));
-	if (!c->cgs || !c->win) {
+	c->held = calloc(MAX_HELD, sizeof(*c->held));
+	if (!c->cgs || !c->win || !c->held) {
 		tl_capture_free(c);
 		return -ENOMEM;
 	}
@@ -527,11 +655,15 @@ void tl_capture_free(struct tl_capture *c)
 	tl_timer_free(c->timer);
 	if (c->bpf)
 		tl_http_bpf_detach(c->bpf);
+	/* What still waits for its log record goes out as it is. */
+	if (c->held)
+		release_held(c, INT64_MAX);
 	tl_http_bpf_free(c->bpf);
 	tl_http_tracker_free(c->tracker);
 	tl_pod_logs_free(c->logs);
 	free(c->cgs);
 	free(c->win);
+	free(c->held);
 	free(c);
 }
 

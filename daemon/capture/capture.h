@@ -44,10 +44,10 @@ bool tl_capture_sockets(const struct tl_capture *c);
 bool tl_capture_attached(const struct tl_capture *c);
 
 /* A container cgroup of a Pod appeared or went away (the cgroup map's
- * callbacks). opening: the Pod is new (not found at agent start), so its
- * start-up window opens. */
+ * callbacks; container_id bare, "" above the container level). opening:
+ * the Pod is new (not found at agent start), so its start-up window opens. */
 void tl_capture_cgroup_added(struct tl_capture *c, uint64_t cgroup_id, const char *pod_uid,
-			     bool opening);
+			     const char *container_id, bool opening);
 void tl_capture_cgroup_removed(struct tl_capture *c, uint64_t cgroup_id);
 /* Every event the agent records, after attribution: lifecycle facts
  * (deletion requested, SIGTERM, Ready, deleted, cgroups removed) open and

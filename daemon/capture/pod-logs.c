@@ -394,3 +394,11 @@ void tl_pod_logs_stats(const struct tl_pod_logs *p, struct tl_pod_logs_stats *re
 	for (const struct tfile *f = p->files; f; f = f->next)
 		ret->garbage_lines += tl_cri_reader_garbage(f->rd);
 }
+
+bool tl_pod_logs_has_pod(const struct tl_pod_logs *p, const char *uid)
+{
+	for (const struct tfile *f = p->files; f; f = f->next)
+		if (strcmp(f->uid, uid) == 0)
+			return true;
+	return false;
+}

@@ -55,3 +55,5 @@ struct tl_pod_logs_stats {
 	uint64_t files_refused;  /* over max_files */
 };
 void tl_pod_logs_stats(const struct tl_pod_logs *p, struct tl_pod_logs_stats *ret);
+/* Whether a log file of the Pod (API UID) is being read. */
+bool tl_pod_logs_has_pod(const struct tl_pod_logs *p, const char *uid);
