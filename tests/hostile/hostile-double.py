@@ -9,10 +9,15 @@ WATCHes with what a real server would never send:
   --own-pods K       K Pods of the agent's node (--node)
   --bomb-mib M       the first Pod WATCH sends one event of M MiB of
                      {},{},... inside an object (then holds the stream)
+  --churn-rate R     the first Pod WATCH sends R changes a second to the
+                     own Pods for --churn-seconds, after --churn-delay: the
+                     Ready condition flips, its lastTransitionTime the time
+                     of sending (bench/bench-api.py measures the lag)
 
 Every request is checked for the bearer token (--token) and logged as one
 JSON line: method, path, headers (--log). --port-file receives the port."""
 import argparse
+import datetime
 import json
 import sys
 import threading
@@ -75,6 +80,9 @@ class Handler(BaseHTTPRequestHandler):
             md["continue"] = str(start + limit)
         self.send_json(200, {"kind": "List", "apiVersion": "v1", "metadata": md, "items": page})
 
+    def churn(self):
+        churn_loop(self)
+
     def watch(self, path):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -93,10 +101,44 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"{}]}}\n")
                 self.wfile.flush()
                 print(f"hostile-double: bomb of {sent} bytes sent", flush=True)
+            if path == "/api/v1/pods" and self.server.args.churn_rate and not self.server.churned:
+                self.server.churned = True
+                self.churn()
             # hold the stream: nothing more happens
             time.sleep(300)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+
+def churn_loop(h):
+    a = h.server.args
+    own = h.server.pods[a.other_pods:]
+    time.sleep(a.churn_delay)
+    print("hostile-double: churn start", flush=True)
+    step = 0.01
+    per_step = max(1, int(a.churn_rate * step))
+    t0 = time.monotonic()
+    sent, rv, ready = 0, 1000, {}
+    while time.monotonic() - t0 < a.churn_seconds:
+        buf = []
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        for _ in range(per_step):
+            p = own[sent % len(own)]
+            uid = p["metadata"]["uid"]
+            ready[uid] = not ready.get(uid, True)
+            rv += 1
+            p["metadata"]["resourceVersion"] = str(rv)
+            p["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready[uid] else "False",
+                                          "lastTransitionTime": now}]
+            buf.append(json.dumps({"type": "MODIFIED", "object": p}))
+            sent += 1
+        h.wfile.write(("\n".join(buf) + "\n").encode())
+        h.wfile.flush()
+        nxt = t0 + (sent / per_step) * step
+        delay = nxt - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    print(f"hostile-double: churn end {sent} changes", flush=True)
 
 
 def main():
@@ -108,11 +150,15 @@ def main():
     ap.add_argument("--other-pods", type=int, default=0)
     ap.add_argument("--own-pods", type=int, default=0)
     ap.add_argument("--bomb-mib", type=int, default=0)
+    ap.add_argument("--churn-rate", type=int, default=0)
+    ap.add_argument("--churn-seconds", type=float, default=10)
+    ap.add_argument("--churn-delay", type=float, default=5)
     a = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
     srv.args = a
     srv.bombed = False
+    srv.churned = False
     srv.log = open(a.log, "a", encoding="utf-8")
     srv.log_lock = threading.Lock()
     srv.pods = [pod(i, "node-other") for i in range(a.other_pods)]
