@@ -22,7 +22,7 @@
  * line plus headers; bodies are never read (read-only API).
  *
  * Anyone on the node network reaches this port, and the kubelet's probes
- * must still get through (docs/http.md):
+ * must still get through (docs/hostile-peers.md):
  * - HTTP_CONN_GENERAL connections for everyone, HTTP_PER_IP_LIMIT per
  *   address, and HTTP_CONN_RESERVED more only for peers whose address is
  *   one of this host's (the kubelet probing a hostNetwork Pod, a local
