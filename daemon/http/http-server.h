@@ -8,12 +8,13 @@
 #include "loop.h"
 #include "timeline.h"
 
-/* Read-only HTTP API of DESIGN.md on libmicrohttpd, driven by the one epoll
+/* The agent's read-only HTTP API on libmicrohttpd, driven by the one epoll
  * loop (MHD's epoll fd is registered in tl_loop; no MHD thread):
  * /healthz, /readyz, /metrics, /v1/timelines, /v1/timelines/NS/NAME[?uid=],
  * and the preStop gate's long-poll /v1/pods/UID/drained (docs/drain.md).
  * Other methods get 405; connections, their memory (hence request line and
- * headers) and idle time are limited. */
+ * headers), the time a header may take and idle time are limited, and
+ * some slots are kept for this host's own addresses (docs/hostile-peers.md). */
 struct tl_http_config {
 	const char *listen; /* "ADDR:PORT" (IPv4, or [IPv6]:PORT); port 0 = any */
 	bool (*ready)(void *ud); /* NULL = always ready */
