@@ -31,9 +31,10 @@
  * agent restart while a timeline
  * is open is recorded too (loss.agentRestarts, recorder.gaps).
  *
- * Closing does not block the loop: the document is serialized and written
- * by a forked writer process (copy-on-write snapshot of the timeline) and
- * the close completes when it exits. Until then the timeline is "closing":
+ * Closing does not block the loop: the document is written from a
+ * snapshot of the timeline (its compact state; the record arena is shared,
+ * not copied) one 64 KiB chunk per loop iteration into a temp file, which
+ * is then synced and renamed. Until then the timeline is "closing":
  * listed, counted and served (from memory, the very document being
  * written) as open. Events and metadata that arrive meanwhile are journaled
  * and held aside: once the document is on disk they are counted as late,
@@ -62,13 +63,14 @@ struct tl_timelines_config {
 				   * (termline_timelines_refused_total). */
 	uint32_t journal_fds;     /* journal files held open at once; 0 = default 64 */
 	struct tl_recorder recorder;
-	/* tl_timelines_free() waits this long for documents still being
-	 * written; 0 = default 5000. A writer still running then is killed and
-	 * its timeline stays journaled: the next start closes it again. */
+	/* tl_timelines_free() finishes documents still being written for at
+	 * most this long; 0 = default 5000. A document not finished then is
+	 * given up and its timeline stays journaled: the next start closes it
+	 * again. */
 	uint32_t close_wait_ms;
-	/* Tests only (NULL in termlined): runs in the writer process before it
-	 * writes a document, so a test can hold a close in progress. */
-	void (*writer_hook)(void *ud);
+	/* Tests only (NULL in termlined): asked before each chunk of a
+	 * document; false holds the close in progress. */
+	bool (*writer_hook)(void *ud);
 	void *writer_hook_ud;
 };
 
