@@ -209,6 +209,8 @@ static int on_record(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*r) || r->len > size - sizeof(*r))
 		return 0;
+	if (r->flags & TL_HTTP_RF_LOST)
+		tl_http_tracker_lost(c->tracker, r->sock);
 	switch (r->kind) {
 	case TL_HTTP_REC_DATA:
 		tl_http_tracker_data(c->tracker, r->sock, r->tgid, r->cgroup_id,

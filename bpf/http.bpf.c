@@ -163,17 +163,23 @@ static __always_inline __u64 wake_flags(void)
 	return avail > ring_bytes / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 err)
+/* conn: the connection's state, to mark a loss on and to say one happened. */
+static __always_inline void emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 err,
+				       struct tl_http_conn *conn)
 {
 	struct tl_http_rec *r = bpf_ringbuf_reserve(&http_events, sizeof(*r), 0);
 	__u64 id = bpf_get_current_pid_tgid();
 
 	if (!r) {
 		count_drop(kind);
+		if (conn)
+			conn->lost = 1;
 		return;
 	}
 	r->kind = kind;
-	r->flags = 0;
+	r->flags = conn && conn->lost ? TL_HTTP_RF_LOST : 0;
+	if (conn)
+		conn->lost = 0;
 	r->len = 0;
 	r->ktime_ns = bpf_ktime_get_boot_ns();
 	r->cgroup_id = cgid;
@@ -233,6 +239,7 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 	__u8 head[8] = {};
 	enum start st;
 	__u32 zero = 0;
+	__u8 lost = 0;
 
 	switch (nr) {
 	case NR_READ:
@@ -259,7 +266,8 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 			return 0;
 		sk_key = *skp;
 		bpf_map_delete_elem(&http_fds, &fd_key);
-		emit_small(TL_HTTP_REC_CLOSE, bpf_get_current_cgroup_id(), sk_key, 0);
+		emit_small(TL_HTTP_REC_CLOSE, bpf_get_current_cgroup_id(), sk_key, 0,
+			   bpf_map_lookup_elem(&http_conns, &sk_key));
 		bpf_map_delete_elem(&http_conns, &sk_key);
 		return 0;
 	}
@@ -282,7 +290,7 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 		 * will get no answer. */
 		if (conn && conn->state == TL_HTTP_CONN_HTTP)
 			emit_small(ret == 0 ? TL_HTTP_REC_EOF : TL_HTTP_REC_ERROR, cgid, sk_key,
-				   (__s32)ret);
+				   (__s32)ret, conn);
 		return 0;
 	}
 	if (conn && conn->state == TL_HTTP_CONN_NOT_HTTP)
@@ -320,7 +328,10 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 		__u64 id = bpf_get_current_pid_tgid();
 
 		s->h.kind = TL_HTTP_REC_DATA;
-		s->h.flags = (is_read ? TL_HTTP_RF_READ : 0) | (st == START_NONE ? TL_HTTP_RF_CONT : 0);
+		/* After a loss user space cannot pair what it holds for this
+		 * connection any more: it is told, and starts over. */
+		s->h.flags = (is_read ? TL_HTTP_RF_READ : 0) | (st == START_NONE ? TL_HTTP_RF_CONT : 0) |
+			     (conn && conn->lost ? TL_HTTP_RF_LOST : 0);
 		s->h.len = (__u32)cp;
 		s->h.ktime_ns = bpf_ktime_get_boot_ns();
 		s->h.cgroup_id = cgid;
@@ -329,8 +340,10 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 		s->h.tgid = id >> 32;
 		s->h.total = ret > 0xffffffffL ? 0xffffffffU : (__u32)ret;
 		s->h.err = 0;
-		if (bpf_ringbuf_output(&http_events, s, sizeof(s->h) + cp, wake_flags()) < 0)
+		if (bpf_ringbuf_output(&http_events, s, sizeof(s->h) + cp, wake_flags()) < 0) {
 			count_drop(TL_HTTP_REC_DATA);
+			lost = 1;
+		}
 		fd_key = (id & 0xffffffff00000000ULL) | (__u32)fd;
 	}
 	/* A head that the whole copied buffer holds without its blank line
@@ -347,6 +360,7 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 		 * pointer arithmetic the verifier refuses. */
 		if (!conn) {
 			fresh.state = TL_HTTP_CONN_HTTP;
+			fresh.lost = lost;
 			if (is_read)
 				fresh.cont[0] = cont;
 			else
@@ -354,6 +368,7 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 			bpf_map_update_elem(&http_conns, &sk_key, &fresh, BPF_ANY);
 		} else {
 			conn->state = TL_HTTP_CONN_HTTP;
+			conn->lost = lost;
 			if (is_read)
 				conn->cont[0] = cont;
 			else

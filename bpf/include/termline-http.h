@@ -25,6 +25,7 @@ enum tl_http_rec_kind {
 /* tl_http_rec.flags */
 #define TL_HTTP_RF_READ 0x1     /* the process read the bytes (else wrote them) */
 #define TL_HTTP_RF_CONT 0x2     /* copied because the last head on this side did not end */
+#define TL_HTTP_RF_LOST 0x4     /* records of this connection were lost (ring full) before this one */
 
 struct tl_http_rec {
 	__u16 kind;
@@ -46,5 +47,6 @@ struct tl_http_rec {
 struct tl_http_conn {
 	__u8 state;
 	__u8 cont[2];         /* [read, write]: a head on that side continues */
-	__u8 _pad[5];
+	__u8 lost;            /* a record of this connection did not fit in the ring */
+	__u8 _pad[4];
 };

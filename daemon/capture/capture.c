@@ -289,6 +289,8 @@ static void on_rec(void *ud, const struct tl_http_rec *r, const uint8_t *data)
 	struct tl_capture *c = ud;
 	int64_t t = (int64_t)r->ktime_ns;
 
+	if (r->flags & TL_HTTP_RF_LOST)
+		tl_http_tracker_lost(c->tracker, r->sock);
 	switch (r->kind) {
 	case TL_HTTP_REC_DATA:
 		tl_http_tracker_data(c->tracker, r->sock, r->tgid, r->cgroup_id,

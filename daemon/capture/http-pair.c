@@ -406,6 +406,18 @@ void tl_http_tracker_reset(struct tl_http_tracker *t, uint64_t conn, int64_t ts_
 	fail_pending(t, c, "reset", ts_ns);
 }
 
+void tl_http_tracker_lost(struct tl_http_tracker *t, uint64_t conn)
+{
+	struct conn *c = conn_find(t, conn);
+
+	if (!c)
+		return;
+	t->st.lost_requests += c->q_len;
+	c->q_len = 0;
+	c->head[0].active = c->head[1].active = false;
+	c->head[0].len = c->head[1].len = 0;
+}
+
 void tl_http_tracker_close(struct tl_http_tracker *t, uint64_t conn, int64_t ts_ns)
 {
 	struct conn *c = conn_find(t, conn);

@@ -60,6 +60,11 @@ int tl_http_tracker_data(struct tl_http_tracker *t, uint64_t conn, uint32_t tgid
  * its pending requests are reported with status 0 and error "reset". The
  * connection state stays until its close. */
 void tl_http_tracker_reset(struct tl_http_tracker *t, uint64_t conn, int64_t ts_ns);
+/* Records of the connection were lost (the ring was full): what it holds
+ * can no longer be paired in order. Its pending requests are dropped
+ * unreported (counted in lost_requests; the timeline says records were
+ * lost) and a partial head is forgotten; pairing starts over. */
+void tl_http_tracker_lost(struct tl_http_tracker *t, uint64_t conn);
 /* The connection closed: pending requests get status 0, error "closed"
  * (or "reset" after a reset); its state is freed. */
 void tl_http_tracker_close(struct tl_http_tracker *t, uint64_t conn, int64_t ts_ns);
@@ -73,5 +78,6 @@ struct tl_http_tracker_stats {
 	uint64_t evicted;              /* connections dropped at max_conns */
 	uint64_t pending_overflow;     /* requests dropped at max_pending */
 	uint64_t not_http;             /* connections marked TLS / HTTP/2 */
+	uint64_t lost_requests;        /* pending requests dropped after a loss */
 };
 void tl_http_tracker_stats(const struct tl_http_tracker *t, struct tl_http_tracker_stats *ret);

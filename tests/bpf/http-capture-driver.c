@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Loads the HTTP capture program, tracks the cgroups named on the command
  * line and prints each request/response exchange the kernel saw as one JSON
- * line, until SIGTERM or SIGINT (then it drains and reports what remained
- * pending as "closed"... no: pending requests stay unreported, as at a
- * detach). Driven by tests/bpf/test-http-capture.py. Needs root.
- *   http-capture-driver [--prefix N] CGROUP_ID...
+ * line, until SIGTERM or SIGINT; then it drains the ring, detaches and
+ * prints "dropped N" (records lost to a full ring) on stderr. Requests
+ * still pending then stay unreported. Driven by
+ * tests/bpf/test-http-capture.py. Needs root.
+ *   http-capture-driver [--prefix N] [--ring BYTES] CGROUP_ID...
  * Prints "ready" once attached. */
 #include <errno.h>
 #include <signal.h>
@@ -42,6 +43,8 @@ static void on_rec(void *ud _unused_, const struct tl_http_rec *r, const uint8_t
 {
 	int64_t t = (int64_t)r->ktime_ns;
 
+	if (r->flags & TL_HTTP_RF_LOST)
+		tl_http_tracker_lost(tracker, r->sock);
 	switch (r->kind) {
 	case TL_HTTP_REC_DATA:
 		tl_http_tracker_data(tracker, r->sock, r->tgid, r->cgroup_id, r->flags & TL_HTTP_RF_READ,
@@ -78,9 +81,14 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	int i = 1, r, sfd;
 
-	if (argc > 2 && strcmp(argv[1], "--prefix") == 0) {
-		bc.prefix_bytes = (uint32_t)atoi(argv[2]);
-		i = 3;
+	while (i + 1 < argc && strncmp(argv[i], "--", 2) == 0) {
+		if (strcmp(argv[i], "--prefix") == 0)
+			bc.prefix_bytes = (uint32_t)atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--ring") == 0)
+			bc.ringbuf_bytes = (uint32_t)atoi(argv[i + 1]);
+		else
+			return 2;
+		i += 2;
 	}
 	if (tl_http_tracker_new(&tc, on_exchange, NULL, &tracker) < 0 || tl_loop_new(&loop) < 0)
 		return 1;

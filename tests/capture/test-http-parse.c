@@ -340,6 +340,27 @@ START_TEST(test_bounds)
 }
 END_TEST
 
+/* Records lost to a full ring: what was pending is dropped, not paired with
+ * the next response (which would give it another request's status). */
+START_TEST(test_lost)
+{
+	struct tl_http_tracker *t = tracker(0, 0);
+	struct tl_http_tracker_stats st;
+
+	feed(t, 11, true, REQ("before-loss"), 1);
+	/* its response was lost; the next record says so */
+	tl_http_tracker_lost(t, 11);
+	feed(t, 11, true, REQ("after-loss"), 3);
+	feed(t, 11, false, RESP("404 Not Found"), 4);
+	ck_assert_int_eq(ngot, 1);
+	expect(0, "after-loss", 404, NULL, TL_HTTP_DIR_INBOUND);
+	tl_http_tracker_stats(t, &st);
+	ck_assert_int_eq(st.lost_requests, 1);
+	tl_http_tracker_lost(t, 999); /* unknown connection: nothing */
+	tl_http_tracker_free(t);
+}
+END_TEST
+
 /* Heads split across two reads/writes at every offset pair with the whole. */
 START_TEST(test_split_everywhere)
 {
@@ -401,6 +422,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_bounds);
 	tcase_add_test(tc, test_split_everywhere);
 	tcase_add_test(tc, test_prefix_cut);
+	tcase_add_test(tc, test_lost);
 	suite_add_tcase(s, tc);
 	return s;
 }
