@@ -85,23 +85,19 @@ static void lru_push(struct tl_journal *j)
 		p->lru_tail = j;
 }
 
-/* Gives up j's descriptor (synced first: a closed journal has nothing
- * pending). */
+/* Gives up j's descriptor. Not synced here: fsync works on the file, not
+ * the descriptor, so the next tl_journal_sync reopens it if it is still
+ * dirty; syncing at every eviction made a node with more Pods than
+ * descriptors sync a journal per flush. */
 static int fd_release(struct tl_journal *j)
 {
-	int r = 0;
-
 	if (j->fd < 0)
 		return 0;
-	if (j->dirty && fdatasync(j->fd) < 0)
-		r = -errno;
-	else
-		j->dirty = false;
 	close(j->fd);
 	j->fd = -1;
 	lru_unlink(j);
 	j->pool->n_open--;
-	return r;
+	return 0;
 }
 
 static int fd_acquire(struct tl_journal *j)
@@ -329,8 +325,11 @@ int tl_journal_sync(struct tl_journal *j)
 
 	if (r < 0)
 		return r;
-	if (!j || !j->dirty || j->fd < 0)
+	if (!j || !j->dirty)
 		return 0;
+	r = fd_acquire(j);
+	if (r < 0)
+		return r;
 	if (fdatasync(j->fd) < 0)
 		return -errno;
 	j->dirty = false;

@@ -61,7 +61,7 @@ struct tl_timelines_config {
 	uint32_t max_open;        /* open timelines at most; 0 = default 1024. Past it,
 				   * new Pods are refused and counted
 				   * (termline_timelines_refused_total). */
-	uint32_t journal_fds;     /* journal files held open at once; 0 = default 64 */
+	uint32_t journal_fds;     /* journal files held open at once; 0 = default 128 */
 	struct tl_recorder recorder;
 	/* tl_timelines_free() finishes documents still being written for at
 	 * most this long; 0 = default 5000. A document not finished then is
