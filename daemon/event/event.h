@@ -61,8 +61,10 @@ enum tl_kind {
 	TL_KIND_DRAIN_WAIT_ENDED = 19,
 	/* When HTTP capture on a Pod's sockets was on (docs/http-capture.md). */
 	TL_KIND_HTTP_CAPTURE = 20,
-	/* 21..: kinds added later. */
-	TL_KIND_MAX = 21,
+	/* --http-capture always, outside a Pod's windows: requests per second. */
+	TL_KIND_HTTP_SUMMARY = 21,
+	/* 22..: kinds added later. */
+	TL_KIND_MAX = 22,
 };
 
 /* How a field is held in the event and written in JSON. */
@@ -124,6 +126,7 @@ enum { TL_F_HTTP_REQUEST_ID = 0, TL_F_HTTP_METHOD, TL_F_HTTP_PATH, TL_F_HTTP_STA
        TL_F_HTTP_START, TL_F_HTTP_DURATION_MS, TL_F_HTTP_DIRECTION, TL_F_HTTP_RESPONSE_FLAGS,
        TL_F_HTTP_ERROR };
 enum { TL_F_CAPTURE_STATE = 0, TL_F_CAPTURE_WINDOW };
+enum { TL_F_HSUM_INTERVAL_MS = 0, TL_F_HSUM_COUNT, TL_F_HSUM_FAILED, TL_F_HSUM_DIRECTION };
 enum { TL_F_AGG_TYPE = 0, TL_F_AGG_INTERVAL_MS, TL_F_AGG_COUNT, TL_F_AGG_FAILED };
 enum { TL_F_DRAIN_QUIET_MS = 0, TL_F_DRAIN_TIMEOUT_MS };
 /* outcome: drained|timeout|abandoned|agent_stopping; heldBy: the condition
@@ -250,8 +253,10 @@ int tl_event_from_json(struct json_object *obj, struct tl_event *ret);
  *   BOOL, SIGRESULT    1 byte
  *   SIGNAME            zigzag varint (the signo)
  *   STR                varint string id
- *   ID                 varint (len << 1 | 1), len bytes, NUL; or, past
- *                      TL_ID_INLINE_MAX bytes, varint (string id << 1)
+ *   ID                 varint 0 and 16 bytes for a UUID-shaped ID (8-4-4-4-12
+ *                      lowercase hex); else varint (len << 1 | 1), len
+ *                      bytes, NUL; or, past TL_ID_INLINE_MAX bytes,
+ *                      varint (string id << 2 | 2)
  *   ADDR               1 byte (4 or 6) + 4 or 16 address bytes
  *   ENDPOINT           as ADDR, then 2 bytes port (big endian)
  * Strings are ids in a per-timeline table (struct tl_strtab). The envelope

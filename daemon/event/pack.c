@@ -33,6 +33,50 @@ size_t tl_varint_get(const uint8_t *p, size_t len, uint64_t *ret)
 	return 0;
 }
 
+/* A request ID shaped like a UUID (8-4-4-4-12 lowercase hex, what Envoy
+ * and most clients generate) is kept as its 16 bytes: an http.request's
+ * largest field, 37 bytes as text. */
+static bool uuid_pack(const char *s, size_t len, uint8_t out[16])
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (len != 36)
+		return false;
+	for (size_t i = 0; i < 36; i++) {
+		const char *d;
+
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return false;
+			continue;
+		}
+		d = s[i] ? memchr(hex, s[i], 16) : NULL;
+		if (!d)
+			return false;
+		if (o % 2 == 0)
+			out[o / 2] = (uint8_t)((d - hex) << 4);
+		else
+			out[o / 2] |= (uint8_t)(d - hex);
+		o++;
+	}
+	return true;
+}
+
+static void uuid_format(const uint8_t in[16], char out[37])
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	for (size_t i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = hex[in[i] >> 4];
+		out[o++] = hex[in[i] & 15];
+	}
+	out[36] = '\0';
+}
+
 /* Worst case per slot: 1 + 16 + 2 bytes (ENDPOINT) or 10 (varint). */
 _Static_assert(TL_PAYLOAD_MAX >= 10 + 10 + TL_FIELDS_MAX * 19 + (2 + TL_ID_INLINE_MAX),
 	       "payload bound: one inline ID per kind at most");
@@ -88,6 +132,11 @@ int tl_event_pack(const struct tl_event *ev, struct tl_strtab *tab, uint8_t *buf
 			buf[n++] = (uint8_t)v->i;
 			break;
 		case TL_FT_ID:
+			if (uuid_pack(tl_event_get_s(ev, i), v->slen, buf + n + 1)) {
+				buf[n] = 0; /* 0: a UUID's 16 bytes follow */
+				n += 17;
+				break;
+			}
 			if (v->slen <= TL_ID_INLINE_MAX) {
 				n += tl_varint_put(buf + n, ((uint64_t)v->slen << 1) | 1);
 				memcpy(buf + n, tl_event_get_s(ev, i), v->slen);
@@ -98,7 +147,7 @@ int tl_event_pack(const struct tl_event *ev, struct tl_strtab *tab, uint8_t *buf
 			id = tl_strtab_intern(tab, tl_event_get_s(ev, i), v->slen);
 			if (id < 0)
 				return (int)id;
-			n += tl_varint_put(buf + n, (uint64_t)id << 1);
+			n += tl_varint_put(buf + n, ((uint64_t)id << 2) | 2);
 			break;
 		case TL_FT_STR:
 			id = tl_strtab_intern(tab, tl_event_get_s(ev, i), v->slen);
@@ -174,15 +223,27 @@ int tl_event_unpack(struct tl_event *ev, const uint8_t *p, size_t len, uint32_t 
 			if (!n)
 				goto bad;
 			o += n;
-			if (x & 1) {
+			if (x == 0) {
+				/* a UUID: its text goes into the event's own buffer */
+				if (len - o < 16 || sizeof(ev->sbuf) - ev->sused < 37)
+					goto bad;
+				uuid_format(p + o, ev->sbuf + ev->sused);
+				o += 16;
+				v->owned = 1;
+				v->soff = (uint32_t)ev->sused;
+				v->slen = 36;
+				ev->sused += 37;
+				v->set = 1;
+				continue;
+			} else if (x & 1) {
 				slen = (size_t)(x >> 1);
 				if (slen > TL_ID_INLINE_MAX || len - o < slen + 1 || p[o + slen] != '\0' ||
 				    memchr(p + o, '\0', slen))
 					goto bad;
 				s = (const char *)p + o;
 				o += slen + 1;
-			} else if ((x >> 1) > UINT32_MAX ||
-				   !(s = tl_strtab_get(tab, (uint32_t)(x >> 1), &slen))) {
+			} else if (!(x & 2) || (x >> 2) > UINT32_MAX ||
+				   !(s = tl_strtab_get(tab, (uint32_t)(x >> 2), &slen))) {
 				goto bad;
 			}
 			v->owned = 0;

@@ -38,6 +38,7 @@ static const char *const samples[] = {
 	"{\"time\":\"2026-11-29T21:14:14.000000018Z\",\"source\":\"api\",\"type\":\"drain.wait_started\",\"container\":null,\"quietMs\":1000,\"timeoutMs\":20000}",
 	"{\"time\":\"2026-11-29T21:14:17.000000019Z\",\"source\":\"api\",\"type\":\"drain.wait_ended\",\"container\":null,\"outcome\":\"drained\",\"heldBy\":\"traffic\",\"heldMs\":2999,\"connections\":12,\"requests\":0,\"outOfRotation\":\"2026-11-29T21:14:14.100000000Z\",\"lastTraffic\":\"2026-11-29T21:14:16.000000000Z\"}",
 	"{\"time\":\"2026-11-29T21:14:17.000000020Z\",\"source\":\"kernel\",\"type\":\"http.capture\",\"container\":null,\"state\":\"on\",\"window\":\"termination\"}",
+	"{\"time\":\"2026-11-29T21:14:17.000000021Z\",\"source\":\"kernel\",\"type\":\"http.summary\",\"container\":\"app\",\"intervalMs\":1000,\"count\":250,\"failed\":3,\"direction\":\"inbound\"}",
 };
 
 static struct json_object *parse(const char *s)
@@ -207,6 +208,26 @@ START_TEST(ids_inline_and_interned)
 		tl_event_clear(&back);
 	}
 	ck_assert_uint_ge(tl_strtab_count(tab), 1);
+	/* UUID-shaped IDs take 16 bytes; near misses stay text */
+	{
+		static const char *const ids[] = {
+			"0b6a1c2e-0000-4000-8000-00000000abcd", "0B6A1C2E-0000-4000-8000-00000000ABCD",
+			"0b6a1c2e-0000-4000-8000-00000000abc", "0b6a1c2e_0000-4000-8000-00000000abcd",
+		};
+		for (size_t i = 0; i < 4; i++) {
+			int n;
+
+			tl_event_init_kind(&ev, TL_KIND_HTTP_REQUEST, TL_SRC_LOG, 1);
+			ck_assert_int_eq(tl_event_set_s(&ev, TL_F_HTTP_REQUEST_ID, ids[i], strlen(ids[i])), 0);
+			n = tl_event_pack(&ev, tab, buf, &flags);
+			ck_assert_int_eq(n, i == 0 ? 1 + 1 + 16 : 1 + 1 + (int)strlen(ids[i]) + 1);
+			tl_event_init_kind(&back, ev.kind, ev.source, ev.time_ns);
+			ck_assert_int_eq(tl_event_unpack(&back, buf, (size_t)n, flags, tab), 0);
+			ck_assert_str_eq(tl_event_get_s(&back, TL_F_HTTP_REQUEST_ID), ids[i]);
+			tl_event_clear(&ev);
+			tl_event_clear(&back);
+		}
+	}
 	tl_strtab_free(tab);
 }
 END_TEST
