@@ -68,6 +68,8 @@ const struct tl_kind_info tl_kinds[TL_KIND_MAX] = {
 		  F("requests", INT), F("outOfRotation", TIME), F("lastTraffic", TIME) } },
 	[TL_KIND_HTTP_CAPTURE] = { "http.capture", TL_SRC_KERNEL, 0, 2,
 		{ F("state", STR), F("window", STR) } },
+	[TL_KIND_HTTP_SUMMARY] = { "http.summary", TL_SRC_KERNEL, TL_KF_HIGH_RATE, 4,
+		{ F("intervalMs", INT), F("count", INT), F("failed", INT), F("direction", STR) } },
 };
 
 static const char *const source_names[TL_SRC_MAX] = {
