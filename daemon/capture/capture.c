@@ -17,6 +17,11 @@
  * through the runtime's log pipe), to become one event. */
 #define JOIN_WAIT_NS (2LL * 1000000000LL)
 #define MAX_HELD 4096
+/* --http-capture always, outside a Pod's windows: requests are counted per
+ * second per cgroup and direction (http.summary), failed ones (no response,
+ * 5xx) kept in full up to this many per second each. */
+#define MAX_SUMMARIES 1024
+#define FAILED_FULL_PER_S 20
 #define MAX_CGROUPS 16384
 #define MAX_WINDOWS 4096
 #define HOUSEKEEPING_MS 1000
@@ -46,6 +51,15 @@ struct held {
 	int64_t held_at;          /* CLOCK_BOOTTIME */
 };
 
+struct summary {
+	uint64_t cgroup_id;
+	enum tl_http_direction dir;
+	uint64_t count;
+	uint64_t failed;
+	uint64_t failed_full;   /* kept in full this second */
+	int64_t first_ns;       /* UTC of the first request counted */
+};
+
 struct tl_capture {
 	struct tl_emitter emit;
 	struct tl_capture_config cfg;
@@ -56,6 +70,8 @@ struct tl_capture {
 	struct tl_timer *timer;
 	struct cg *cgs;
 	size_t n_cgs;
+	struct summary *sums;
+	size_t n_sums;
 	struct held *held;        /* ring, oldest at held_head */
 	size_t held_head, n_held;
 	struct window *win;
@@ -253,6 +269,63 @@ static void on_log_record(void *ud, const struct tl_pod_log_source *src, int64_t
 
 /* ---- sockets ---- */
 
+static void flush_summaries(struct tl_capture *c)
+{
+	for (size_t i = 0; i < c->n_sums; i++) {
+		struct summary *m = &c->sums[i];
+		struct tl_event ev;
+
+		if (!m->count)
+			continue;
+		const char *dir = m->dir == TL_HTTP_DIR_OUTBOUND ? "outbound" : "inbound";
+
+		if (tl_event_init_kind(&ev, TL_KIND_HTTP_SUMMARY, TL_SRC_KERNEL, m->first_ns) < 0)
+			continue;
+		ev.cgroup_id = m->cgroup_id;
+		if (tl_event_set_i(&ev, TL_F_HSUM_INTERVAL_MS, 1000) < 0 ||
+		    tl_event_set_i(&ev, TL_F_HSUM_COUNT, (int64_t)m->count) < 0 ||
+		    tl_event_set_i(&ev, TL_F_HSUM_FAILED, (int64_t)m->failed) < 0 ||
+		    tl_event_set_s(&ev, TL_F_HSUM_DIRECTION, dir, strlen(dir)) < 0) {
+			tl_event_clear(&ev);
+			continue;
+		}
+		tl_metric_add("termline_http_requests_summarized_total", NULL, m->count);
+		tl_emit(&c->emit, &ev);
+	}
+	c->n_sums = 0;
+}
+
+/* Outside every window in always mode: true when the exchange was counted
+ * into a summary instead of being recorded in full. */
+static bool summarize(struct tl_capture *c, const struct tl_http_exchange *x, int64_t start)
+{
+	bool failed = x->status == 0 || x->status >= 500;
+	struct summary *m = NULL;
+
+	for (size_t i = 0; i < c->n_sums; i++)
+		if (c->sums[i].cgroup_id == x->cgroup_id && c->sums[i].dir == x->direction)
+			m = &c->sums[i];
+	if (!m) {
+		if (c->n_sums == MAX_SUMMARIES)
+			flush_summaries(c);
+		m = &c->sums[c->n_sums++];
+		memset(m, 0, sizeof(*m));
+		m->cgroup_id = x->cgroup_id;
+		m->dir = x->direction;
+		m->first_ns = start;
+	}
+	if (failed && m->failed_full < FAILED_FULL_PER_S) {
+		m->failed_full++;
+		return false;
+	}
+	m->count++;
+	m->failed += failed;
+	return true;
+}
+
+static bool in_window(struct tl_capture *c, const char *uid);
+static struct window *find_window(struct tl_capture *c, const char *uid);
+
 static void on_exchange(void *ud, const struct tl_http_exchange *x)
 {
 	struct tl_capture *c = ud;
@@ -261,6 +334,9 @@ static void on_exchange(void *ud, const struct tl_http_exchange *x)
 	const char *uid;
 	struct held *h;
 
+	if (c->cfg.mode == TL_HTTP_CAPTURE_ALWAYS &&
+	    !((uid = cgroup_pod(c, x->cgroup_id)) && find_window(c, uid)) && summarize(c, x, start))
+		return;
 	/* An inbound request with an ID in a Pod whose proxy logs: wait for
 	 * the log's record of it. Everything else goes out now. */
 	if (!c->logs || !x->id[0] || x->direction != TL_HTTP_DIR_INBOUND ||
@@ -388,7 +464,7 @@ static void open_window(struct tl_capture *c, const char *uid, bool terminating,
 	struct window *w = find_window(c, uid);
 	bool changed = false;
 
-	if (c->cfg.mode != TL_HTTP_CAPTURE_WINDOWS || !uid[0])
+	if (c->cfg.mode == TL_HTTP_CAPTURE_OFF || !uid[0])
 		return;
 	if (!w) {
 		if (c->n_win == MAX_WINDOWS) {
@@ -451,6 +527,7 @@ static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _u
 
 	expire_windows(c, tl_now_real_ns());
 	release_held(c, tl_now_boot_ns() - JOIN_WAIT_NS);
+	flush_summaries(c);
 	if (c->tracker)
 		tl_http_tracker_expire(c->tracker, tl_now_boot_ns() - CONN_IDLE_NS);
 	if (c->bpf)
@@ -502,7 +579,7 @@ void tl_capture_observe(struct tl_capture *c, const struct tl_event *ev)
 	int64_t now = tl_now_real_ns(), v;
 	const char *s;
 
-	if (!c || c->cfg.mode != TL_HTTP_CAPTURE_WINDOWS || !ev->pod_uid[0])
+	if (!c || c->cfg.mode == TL_HTTP_CAPTURE_OFF || !ev->pod_uid[0])
 		return;
 	switch (ev->kind) {
 	case TL_KIND_POD_DELETION_REQUESTED:
@@ -569,6 +646,8 @@ static void describe_metrics(void)
 			   "Failed attaches of the HTTP syscall program.");
 	tl_metric_describe("termline_http_capture_windows_refused_total", TL_METRIC_COUNTER,
 			   "Capture windows not opened: too many at once.");
+	tl_metric_describe("termline_http_requests_summarized_total", TL_METRIC_COUNTER,
+			   "Requests outside capture windows counted in per-second summaries (always mode).");
 	tl_metric_describe("termline_http_joined_total", TL_METRIC_COUNTER,
 			   "Access-log records joined with the proxy's inbound leg seen on its socket.");
 	tl_metric_describe("termline_http_join_errors_total", TL_METRIC_COUNTER,
@@ -599,7 +678,8 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 	c->cgs = calloc(MAX_CGROUPS, sizeof(*c->cgs));
 	c->win = calloc(MAX_WINDOWS, sizeof(*c->win));
 	c->held = calloc(MAX_HELD, sizeof(*c->held));
-	if (!c->cgs || !c->win || !c->held) {
+	c->sums = calloc(MAX_SUMMARIES, sizeof(*c->sums));
+	if (!c->cgs || !c->win || !c->held || !c->sums) {
 		tl_capture_free(c);
 		return -ENOMEM;
 	}
@@ -660,12 +740,15 @@ void tl_capture_free(struct tl_capture *c)
 	/* What still waits for its log record goes out as it is. */
 	if (c->held)
 		release_held(c, INT64_MAX);
+	if (c->sums)
+		flush_summaries(c);
 	tl_http_bpf_free(c->bpf);
 	tl_http_tracker_free(c->tracker);
 	tl_pod_logs_free(c->logs);
 	free(c->cgs);
 	free(c->win);
 	free(c->held);
+	free(c->sums);
 	free(c);
 }
 
