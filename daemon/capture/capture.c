@@ -21,6 +21,11 @@
  * second per cgroup and direction (http.summary), failed ones (no response,
  * 5xx) kept in full up to this many per second each. */
 #define MAX_SUMMARIES 1024
+/* always mode: the last requests counted in summaries are also kept (a ring
+ * shared by all Pods) so that a deletion request brings the seconds before
+ * it back in full (the pre-roll). */
+#define PREROLL_MAX 4096
+#define PREROLL_NS (5LL * 1000000000LL)
 #define FAILED_FULL_PER_S 20
 #define MAX_CGROUPS 16384
 #define MAX_WINDOWS 4096
@@ -60,6 +65,12 @@ struct summary {
 	int64_t first_ns;       /* UTC of the first request counted */
 };
 
+struct preroll {
+	struct tl_http_exchange x;
+	char uid[TL_UID_MAX];
+	int64_t start_ns, end_ns;  /* UTC */
+};
+
 struct tl_capture {
 	struct tl_emitter emit;
 	struct tl_capture_config cfg;
@@ -72,6 +83,8 @@ struct tl_capture {
 	size_t n_cgs;
 	struct summary *sums;
 	size_t n_sums;
+	struct preroll *pre;      /* ring, next write at pre_next */
+	size_t pre_next, n_pre;
 	struct held *held;        /* ring, oldest at held_head */
 	size_t held_head, n_held;
 	struct window *win;
@@ -335,8 +348,20 @@ static void on_exchange(void *ud, const struct tl_http_exchange *x)
 	struct held *h;
 
 	if (c->cfg.mode == TL_HTTP_CAPTURE_ALWAYS &&
-	    !((uid = cgroup_pod(c, x->cgroup_id)) && find_window(c, uid)) && summarize(c, x, start))
+	    !((uid = cgroup_pod(c, x->cgroup_id)) && find_window(c, uid)) && summarize(c, x, start)) {
+		if (uid) {
+			struct preroll *p = &c->pre[c->pre_next];
+
+			p->x = *x;
+			snprintf(p->uid, sizeof(p->uid), "%s", uid);
+			p->start_ns = start;
+			p->end_ns = end;
+			c->pre_next = (c->pre_next + 1) % PREROLL_MAX;
+			if (c->n_pre < PREROLL_MAX)
+				c->n_pre++;
+		}
 		return;
+	}
 	/* An inbound request with an ID in a Pod whose proxy logs: wait for
 	 * the log's record of it. Everything else goes out now. */
 	if (!c->logs || !x->id[0] || x->direction != TL_HTTP_DIR_INBOUND ||
@@ -459,6 +484,32 @@ static void emit_window(struct tl_capture *c, const struct window *w, bool open)
 }
 
 /* Opens (or extends) a Pod's window. until 0: open-ended. */
+/* A Pod's termination starts: its requests of the last seconds, counted in
+ * summaries so far, come back in full (preRoll: true; the summaries
+ * already written count them too). */
+static void emit_preroll(struct tl_capture *c, const char *uid)
+{
+	int64_t since = tl_now_real_ns() - PREROLL_NS;
+
+	flush_summaries(c);
+	for (size_t i = 0; i < c->n_pre; i++) {
+		struct preroll *p = &c->pre[(c->pre_next + PREROLL_MAX - c->n_pre + i) % PREROLL_MAX];
+		struct tl_event ev;
+
+		if (!p->uid[0] || strcmp(p->uid, uid) != 0 || p->start_ns < since)
+			continue;
+		if (tl_capture_kernel_event(&p->x, p->start_ns, p->end_ns, &ev) < 0)
+			continue;
+		if (tl_event_set_bool(&ev, "preRoll", true) < 0) {
+			tl_event_clear(&ev);
+			continue;
+		}
+		p->uid[0] = '\0';
+		tl_metric_add("termline_http_preroll_requests_total", NULL, 1);
+		tl_emit(&c->emit, &ev);
+	}
+}
+
 static void open_window(struct tl_capture *c, const char *uid, bool terminating, int64_t until_ns)
 {
 	struct window *w = find_window(c, uid);
@@ -488,6 +539,8 @@ static void open_window(struct tl_capture *c, const char *uid, bool terminating,
 	sync_kernel(c);
 	if (changed)
 		emit_window(c, w, true);
+	if (changed && terminating && c->cfg.mode == TL_HTTP_CAPTURE_ALWAYS)
+		emit_preroll(c, uid);
 }
 
 /* The window closes at until_ns (a Pod's Ready, its timeline's end). */
@@ -648,6 +701,8 @@ static void describe_metrics(void)
 			   "Capture windows not opened: too many at once.");
 	tl_metric_describe("termline_http_requests_summarized_total", TL_METRIC_COUNTER,
 			   "Requests outside capture windows counted in per-second summaries (always mode).");
+	tl_metric_describe("termline_http_preroll_requests_total", TL_METRIC_COUNTER,
+			   "Requests of the seconds before a deletion request recorded in full (always mode).");
 	tl_metric_describe("termline_http_joined_total", TL_METRIC_COUNTER,
 			   "Access-log records joined with the proxy's inbound leg seen on its socket.");
 	tl_metric_describe("termline_http_join_errors_total", TL_METRIC_COUNTER,
@@ -679,7 +734,9 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 	c->win = calloc(MAX_WINDOWS, sizeof(*c->win));
 	c->held = calloc(MAX_HELD, sizeof(*c->held));
 	c->sums = calloc(MAX_SUMMARIES, sizeof(*c->sums));
-	if (!c->cgs || !c->win || !c->held || !c->sums) {
+	c->pre = cfg->mode == TL_HTTP_CAPTURE_ALWAYS ? calloc(PREROLL_MAX, sizeof(*c->pre)) : NULL;
+	if (!c->cgs || !c->win || !c->held || !c->sums ||
+	    (cfg->mode == TL_HTTP_CAPTURE_ALWAYS && !c->pre)) {
 		tl_capture_free(c);
 		return -ENOMEM;
 	}
@@ -749,6 +806,7 @@ void tl_capture_free(struct tl_capture *c)
 	free(c->win);
 	free(c->held);
 	free(c->sums);
+	free(c->pre);
 	free(c);
 }
 

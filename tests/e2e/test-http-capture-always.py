@@ -3,8 +3,8 @@
 """--http-capture always: a Pod already running when the agent starts is in
 no capture window, so its requests are counted per second (http.summary per
 container and direction) instead of recorded one by one; once its
-termination starts (SIGTERM, no API server) every request is recorded in
-full again (http.request)."""
+termination starts (SIGTERM, no API server) the last seconds come back in
+full (preRoll) and every request is recorded in full again (http.request)."""
 import os
 import shutil
 import signal
@@ -87,6 +87,11 @@ def main():
         term.join(30)
         answered = {rid: st for rid, st in results if st}
         assert answered, results
+        # The seconds before the termination come back in full, flagged:
+        # those requests were counted in the summaries already.
+        pre = [e for e in agent.events(uid) if e["type"] == "http.request" and e["requestId"].startswith("sum-")]
+        assert all(e.get("preRoll") is True and e["status"] == 200 for e in pre), pre[:3]
+        assert len({e["requestId"] for e in pre}) == len(pre) <= n, pre
 
         def proxy_legs():
             return {e["requestId"]: e for e in agent.events(uid) if e["type"] == "http.request"
@@ -96,8 +101,8 @@ def main():
         legs = proxy_legs()
         for rid, st in answered.items():
             assert legs[rid]["status"] == st, (rid, st, legs[rid])
-        print(f"ok: {n} requests before termination in {len(app_in)} summaries; "
-              f"{len(answered)} during termination in full ({sorted(set(answered.values()))})")
+        print(f"ok: {n} requests before termination in {len(app_in)} summaries, {len(pre)} of them back "
+              f"in full as pre-roll; {len(answered)} during termination in full ({sorted(set(answered.values()))})")
         return 0
     finally:
         E.simpod("--state-dir", simstate, "delete", check=False)
