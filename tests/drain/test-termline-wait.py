@@ -119,6 +119,7 @@ check(rc == 0 and "drained after" in err and "last connection +1.2s" in err and 
 req = agent.requests[0] if agent.requests else ""
 check(req.startswith(f"GET /v1/pods/{UID}/drained?quiet=1500ms&timeout=") and "Host: 127.0.0.1:" in req,
       f"request line and host ({req.splitlines()[0] if req else None!r})")
+check(f"X-Request-Id: termline-wait-{UID}-" in req, "the gate's request carries a request ID")
 tmo = int(req.split("timeout=")[1].split("ms")[0]) if "timeout=" in req else -1
 check(9000 <= tmo <= 10000, f"timeout passed on is what is left of --timeout ({tmo} ms)")
 agent.close()

@@ -315,6 +315,11 @@ def main():
         assert istio["annotations"] == {"sidecar.istio.io/inject": "true"}, istio
         kinds = [e["type"] for e in doc["events"]]
         assert "drain.wait_started" in kinds and "drain.wait_ended" in kinds, kinds
+        # the document with the gate's events and pod.istio is schema-valid
+        doc_path = os.path.join(work, "gate-timeline.json")
+        with open(doc_path, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        E.validate_documents([doc_path])
 
         # ---- the agent restarted while a wait is pending ----
         pod = pods[3]

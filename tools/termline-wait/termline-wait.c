@@ -246,7 +246,8 @@ struct answer {
 static int ask(const struct opts *o, const struct sockaddr_storage *ss, socklen_t sl,
 	       int64_t timeout_ms, struct answer *ans, bool *reached)
 {
-	char req[512], host[INET6_ADDRSTRLEN + 2];
+	static unsigned attempt;
+	char req[640], host[INET6_ADDRSTRLEN + 2];
 	static char resp[RESPONSE_MAX];
 	const char *body, *u;
 	int64_t deadline = now_ms() + timeout_ms + ANSWER_MARGIN_MS;
@@ -261,8 +262,12 @@ static int ask(const struct opts *o, const struct sockaddr_storage *ss, socklen_
 	len = snprintf(req, sizeof(req),
 		       "GET /v1/pods/%s/drained?quiet=%lldms&timeout=%lldms HTTP/1.1\r\n"
 		       "Host: %s:%u\r\nUser-Agent: termline-wait\r\nAccept: application/json\r\n"
+		       /* the gate's own request, named in the Pod's timeline
+			* when request capture sees it */
+		       "X-Request-Id: termline-wait-%s-%d-%u\r\n"
 		       "Connection: close\r\n\r\n",
-		       o->uid, (long long)o->quiet_ms, (long long)timeout_ms, host, o->port);
+		       o->uid, (long long)o->quiet_ms, (long long)timeout_ms, host, o->port, o->uid,
+		       (int)getpid(), ++attempt);
 	if (len < 0 || (size_t)len >= sizeof(req))
 		return -EINVAL;
 	fd = connect_to(ss, sl, CONNECT_TIMEOUT_MS);
