@@ -596,6 +596,7 @@ static int agent_start(struct agent *a)
 	{
 		struct tl_capture_config cc = {
 			.pod_logs_dir = a->opts.pod_logs_dir,
+			.log_container = a->opts.access_log_container,
 			.request_id_headers = (const char *const *)a->opts.request_id_headers,
 			.n_request_id_headers = a->opts.n_request_id_headers,
 			.mode = a->opts.http_capture,

@@ -59,6 +59,7 @@ enum opt_id {
 	OPT_JOURNAL_FSYNC_MS,
 	OPT_HTTP_CAPTURE,
 	OPT_HTTP_PREFIX_BYTES,
+	OPT_ACCESS_LOG_CONTAINER,
 	OPT_VERSION,
 	OPT_HELP,
 	OPT_COUNT
@@ -76,6 +77,7 @@ enum opt_kind {
 	KIND_BOOL,	/* bool: a bare flag, true/false in the file */
 	KIND_SIGNALS,	/* uint64_t mask of signal numbers */
 	KIND_HTTP_CAPTURE, /* enum tl_http_capture_mode */
+	KIND_CONTAINER,	/* char *, a container name (DNS-1123 label) */
 	KIND_CONFIG,	/* --config: command line only */
 	KIND_ACTION,	/* --help, --version */
 };
@@ -138,6 +140,9 @@ static const struct opt_def opt_defs[OPT_COUNT] = {
 			  "HTTP on Pod sockets: windows (start-up, termination), always, off"},
     [OPT_HTTP_PREFIX_BYTES] = {"http-prefix-bytes", KIND_U32, OFF(http_prefix_bytes), 64, 4096,
 			       "bytes", "BYTES", "2048", "bytes of an HTTP message head copied"},
+    [OPT_ACCESS_LOG_CONTAINER] = {"access-log-container", KIND_CONTAINER, OFF(access_log_container),
+				  0, 0, NULL, "NAME", "istio-proxy",
+				  "container whose log holds the proxy's access log"},
     [OPT_VERSION] = {"version", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL,
 		     "print the version and exit"},
     [OPT_HELP] = {"help", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL, "print this help and exit"},
@@ -295,6 +300,12 @@ static bool node_name_valid(const char *s)
 		return false;
 	}
 	return true;
+}
+
+/* Container names are DNS-1123 labels: a subdomain without dots, <= 63. */
+static bool container_name_valid(const char *s)
+{
+	return strlen(s) <= 63 && !strchr(s, '.') && node_name_valid(s);
 }
 
 /* RFC 9110 section 5.6.2: tchar. */
@@ -497,6 +508,10 @@ static int set_value(struct tl_options *o, const struct opt_def *d, const char *
 		return set_string((char **)(base + d->offset), val);
 	case KIND_HEADER:
 		return add_header(o, val, why);
+	case KIND_CONTAINER:
+		if (!container_name_valid(val))
+			return why_value(why, val, "is not a container name (lower-case DNS label)");
+		return set_string((char **)(base + d->offset), val);
 	case KIND_LOG_LEVEL:
 		for (size_t i = 0; i < sizeof(log_level_names) / sizeof(log_level_names[0]); i++) {
 			if (strcmp(val, log_level_names[i]) == 0) {
@@ -566,6 +581,7 @@ static int set_defaults(struct tl_options *o)
 	if (set_string(&o->state_dir, "/var/lib/termline") < 0 ||
 	    set_string(&o->listen, "0.0.0.0:9440") < 0 ||
 	    set_string(&o->pod_logs_dir, "/var/log/pods") < 0 ||
+	    set_string(&o->access_log_container, "istio-proxy") < 0 ||
 	    set_string(&o->request_id_headers[0], "x-request-id") < 0)
 		return -ENOMEM;
 	o->n_request_id_headers = 1;
@@ -984,6 +1000,7 @@ int tl_options_render(const struct tl_options *o, char **ret)
 		case KIND_NODE:
 		case KIND_LISTEN:
 		case KIND_EMIT:
+		case KIND_CONTAINER:
 			sb_value(&b, *(char *const *)(base + d->offset));
 			break;
 		case KIND_HEADER:
@@ -1250,6 +1267,7 @@ void tl_options_free(struct tl_options *opts)
 	free(opts->listen);
 	free(opts->cgroup_root);
 	free(opts->pod_logs_dir);
+	free(opts->access_log_container);
 	clear_headers(opts);
 	free(opts->emit_events);
 	memset(opts, 0, sizeof(*opts));

@@ -34,6 +34,7 @@ struct tl_options {
 	bool no_api;                /* --no-api */
 	char *emit_events;          /* --emit-events FILE|- (NULL = off) */
 	enum tl_http_capture_mode http_capture; /* --http-capture, default windows */
+	char *access_log_container; /* --access-log-container, default istio-proxy */
 
 	/* file-only keys (also accepted as flags of the same name) */
 	uint32_t ringbuf_kib;       /* ring-buffer-kib, default 4096 */

@@ -326,6 +326,11 @@ static const struct bad_value bad_values[] = {
     {"retention-bytes", "2Pi", "'2Pi' is not a size in bytes (e.g. 268435456 or 256Mi)"},
     {"log-level", "verbose", "'verbose' is not a log level (debug, info, warn or error)"},
     {"log-level", "INFO", "'INFO' is not a log level (debug, info, warn or error)"},
+    {"http-capture", "sometimes", "'sometimes' is not a capture mode (windows, always or off)"},
+    {"http-prefix-bytes", "8192", "'8192' is out of range (64..4096 bytes)"},
+    {"access-log-container", "istio.proxy",
+     "'istio.proxy' is not a container name (lower-case DNS label)"},
+    {"access-log-container", "Envoy", "'Envoy' is not a container name (lower-case DNS label)"},
     {"listen", "::1:9440", "'::1:9440' needs brackets around an IPv6 address (e.g. [::1]:9440)"},
     {"listen", "0.0.0.0", "'0.0.0.0' is not ADDR:PORT (e.g. 0.0.0.0:9440)"},
     {"listen", "localhost:9440",
@@ -710,7 +715,7 @@ START_TEST(test_render_escapes)
 	ck_assert_int_eq(tl_options_render(&o, &text), 0);
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	ck_assert_int_eq(lines, 18);
+	ck_assert_int_eq(lines, 19);
 	ck_assert_ptr_nonnull(strstr(text, "state-dir=/a\\x0alinger=1\n"));
 	free(text);
 	tl_options_free(&o);
