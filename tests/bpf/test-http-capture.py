@@ -8,8 +8,10 @@ checked one by one: ID, status, direction, error.
 Servers: a Python HTTP/1.1 server (--serve, the same BaseHTTPRequestHandler
 the simulated Pod's app uses) and nginx from Debian. Cases: keep-alive,
 connection per request, pipelined, chunked, 404, headers split across
-writes, a reset mid-request, the listener closed mid-load, an outbound
-client, and a server in an untracked cgroup that must produce nothing."""
+writes, a reset mid-request, a request read on one thread and answered from
+another, the listener closed mid-load, an outbound client, a server in an
+untracked cgroup that must produce nothing, and a ring too small for the
+load (losses counted, nothing misread)."""
 import http.client
 import http.server
 import json
@@ -71,6 +73,44 @@ def serve(port):
     print("serving", flush=True)
     srv.serve_forever(poll_interval=0.05)
     time.sleep(30)  # keep answering in-flight requests until killed
+
+
+def serve_split(port):
+    """Reads each request on one thread and answers it from another, as
+    servers with a reader thread and a worker pool do."""
+    import queue
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", port))
+    ls.listen(16)
+    work = queue.Queue()
+
+    def worker():
+        while True:
+            conn, rid = work.get()
+            body = f"{rid}\n".encode()
+            try:
+                conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: %d\r\nx-request-id: %s\r\n\r\n%s"
+                             % (len(body), rid.encode(), body))
+            except OSError:
+                pass  # the port probe: connected and left
+            conn.close()
+
+    threading.Thread(target=worker, daemon=True).start()
+    print("serving", flush=True)
+    while True:
+        conn, _ = ls.accept()
+        head = b""
+        while b"\r\n\r\n" not in head:
+            b = conn.recv(4096)
+            if not b:
+                break
+            head += b
+        rid = ""
+        for line in head.decode(errors="replace").split("\r\n"):
+            if line.lower().startswith("x-request-id:"):
+                rid = line.split(":", 1)[1].strip()
+        work.put((conn, rid))
 
 
 # ---- test helpers ----
@@ -227,6 +267,9 @@ def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--serve":
         serve(int(sys.argv[2]))
         return 0
+    if len(sys.argv) > 2 and sys.argv[1] == "--serve-split":
+        serve_split(int(sys.argv[2]))
+        return 0
     require_root()
     base = os.path.join(cgroup2_mount(), f"termline-bpf-http-{os.getpid()}")
     tracked, untracked = os.path.join(base, "tracked"), os.path.join(base, "untracked")
@@ -238,14 +281,15 @@ def main():
     try:
         d = Driver([os.stat(tracked).st_ino])
         me = os.path.abspath(__file__)
-        py_port, ng_port, un_port = free_port(), free_port(), free_port()
+        py_port, ng_port, un_port, sp_port = free_port(), free_port(), free_port(), free_port()
         py = spawn_in(tracked, ["/usr/bin/python3", me, "--serve", str(py_port)])
         procs.append(py)
         procs.append(spawn_in(untracked, ["/usr/bin/python3", me, "--serve", str(un_port)]))
         os.makedirs(os.path.join(work, "tmp"))
         procs.append(spawn_in(tracked, [NGINX, "-c", nginx_conf(work, ng_port), "-e", os.path.join(work, "nginx-error.log")],
                               stderr=subprocess.DEVNULL))
-        for p in (py_port, ng_port, un_port):
+        procs.append(spawn_in(tracked, ["/usr/bin/python3", me, "--serve-split", str(sp_port)]))
+        for p in (py_port, ng_port, un_port, sp_port):
             wait_port(p)
 
         # keep-alive: one connection, three requests, a 404 among them
@@ -293,6 +337,14 @@ def main():
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()
         expect(d, "rst-1", 0, error="reset")
+
+        # read on one thread, answered from another
+        for i in range(3):
+            c = http.client.HTTPConnection("127.0.0.1", sp_port, timeout=5)
+            assert get(c, "/split-threads", f"thr-{i}") == 202
+            c.close()
+        for i in range(3):
+            expect(d, f"thr-{i}", 202)
 
         # nginx: keep-alive, 404, a return 418
         c = http.client.HTTPConnection("127.0.0.1", ng_port, timeout=5)
