@@ -28,6 +28,7 @@
 #define PREROLL_NS (5LL * 1000000000LL)
 #define FAILED_FULL_PER_S 20
 #define MAX_CGROUPS 16384
+#define CG_BUCKETS 8192
 #define MAX_WINDOWS 4096
 #define HOUSEKEEPING_MS 1000
 /* Connections without a read or write for this long are forgotten. */
@@ -81,6 +82,8 @@ struct tl_capture {
 	struct tl_timer *timer;
 	struct cg *cgs;
 	size_t n_cgs;
+	int32_t *cg_bucket;       /* hash of cgs by id: chains through cg_next */
+	int32_t *cg_next;
 	struct summary *sums;
 	size_t n_sums;
 	struct preroll *pre;      /* ring, next write at pre_next */
@@ -169,12 +172,44 @@ int tl_capture_kernel_event(const struct tl_http_exchange *x, int64_t start_ns, 
 	return r;
 }
 
+/* Every captured request looks its cgroup up: a hash, not a scan of the
+ * node's cgroups. */
+static unsigned cg_hash(uint64_t id)
+{
+	return (unsigned)((id * 0x9E3779B97F4A7C15ULL) >> 51) % CG_BUCKETS;
+}
+
+static int32_t cg_index(const struct tl_capture *c, uint64_t id)
+{
+	for (int32_t i = c->cg_bucket[cg_hash(id)]; i >= 0; i = c->cg_next[i])
+		if (c->cgs[i].id == id)
+			return i;
+	return -1;
+}
+
+static void cg_link(struct tl_capture *c, int32_t i)
+{
+	unsigned h = cg_hash(c->cgs[i].id);
+
+	c->cg_next[i] = c->cg_bucket[h];
+	c->cg_bucket[h] = i;
+}
+
+static void cg_unlink(struct tl_capture *c, int32_t i)
+{
+	int32_t *pp = &c->cg_bucket[cg_hash(c->cgs[i].id)];
+
+	while (*pp >= 0 && *pp != i)
+		pp = &c->cg_next[*pp];
+	if (*pp == i)
+		*pp = c->cg_next[i];
+}
+
 static const struct cg *find_cg(struct tl_capture *c, uint64_t cgroup_id)
 {
-	for (size_t i = 0; i < c->n_cgs; i++)
-		if (c->cgs[i].id == cgroup_id)
-			return &c->cgs[i];
-	return NULL;
+	int32_t i = cg_index(c, cgroup_id);
+
+	return i >= 0 ? &c->cgs[i] : NULL;
 }
 
 static const char *cgroup_pod(struct tl_capture *c, uint64_t cgroup_id)
@@ -591,18 +626,21 @@ void tl_capture_cgroup_added(struct tl_capture *c, uint64_t cgroup_id, const cha
 			     const char *container_id, bool opening)
 {
 	struct cg *g = NULL;
+	int32_t i;
 
 	if (!c || !pod_uid || !pod_uid[0])
 		return;
-	for (size_t i = 0; i < c->n_cgs; i++)
-		if (c->cgs[i].id == cgroup_id)
-			g = &c->cgs[i];
-	if (!g) {
+	i = cg_index(c, cgroup_id);
+	if (i >= 0) {
+		g = &c->cgs[i];
+	} else {
 		if (c->n_cgs == MAX_CGROUPS)
 			return;
-		g = &c->cgs[c->n_cgs++];
+		i = (int32_t)c->n_cgs++;
+		g = &c->cgs[i];
 		memset(g, 0, sizeof(*g));
 		g->id = cgroup_id;
+		cg_link(c, i);
 	}
 	snprintf(g->uid, sizeof(g->uid), "%s", pod_uid);
 	snprintf(g->container_id, sizeof(g->container_id), "%s", container_id ? container_id : "");
@@ -615,16 +653,21 @@ void tl_capture_cgroup_added(struct tl_capture *c, uint64_t cgroup_id, const cha
 
 void tl_capture_cgroup_removed(struct tl_capture *c, uint64_t cgroup_id)
 {
-	if (!c)
+	int32_t i, last;
+
+	if (!c || (i = cg_index(c, cgroup_id)) < 0)
 		return;
-	for (size_t i = 0; i < c->n_cgs; i++) {
-		if (c->cgs[i].id != cgroup_id)
-			continue;
-		if (c->cgs[i].tracked && c->bpf)
-			tl_http_bpf_untrack_cgroup(c->bpf, cgroup_id);
-		c->cgs[i] = c->cgs[--c->n_cgs];
-		return;
+	if (c->cgs[i].tracked && c->bpf)
+		tl_http_bpf_untrack_cgroup(c->bpf, cgroup_id);
+	/* The last entry moves into the hole. */
+	last = (int32_t)c->n_cgs - 1;
+	cg_unlink(c, i);
+	if (i != last) {
+		cg_unlink(c, last);
+		c->cgs[i] = c->cgs[last];
+		cg_link(c, i);
 	}
+	c->n_cgs--;
 }
 
 void tl_capture_observe(struct tl_capture *c, const struct tl_event *ev)
@@ -731,6 +774,14 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 		c->want.names[c->want.n++] = cfg->request_id_headers[i];
 	describe_metrics();
 	c->cgs = calloc(MAX_CGROUPS, sizeof(*c->cgs));
+	c->cg_bucket = malloc(CG_BUCKETS * sizeof(*c->cg_bucket));
+	c->cg_next = malloc(MAX_CGROUPS * sizeof(*c->cg_next));
+	if (!c->cg_bucket || !c->cg_next) {
+		tl_capture_free(c);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < CG_BUCKETS; i++)
+		c->cg_bucket[i] = -1;
 	c->win = calloc(MAX_WINDOWS, sizeof(*c->win));
 	c->held = calloc(MAX_HELD, sizeof(*c->held));
 	c->sums = calloc(MAX_SUMMARIES, sizeof(*c->sums));
@@ -803,6 +854,8 @@ void tl_capture_free(struct tl_capture *c)
 	tl_http_tracker_free(c->tracker);
 	tl_pod_logs_free(c->logs);
 	free(c->cgs);
+	free(c->cg_bucket);
+	free(c->cg_next);
 	free(c->win);
 	free(c->held);
 	free(c->sums);
