@@ -21,13 +21,6 @@ struct tl_attr {
 	struct ip_expiry ips[TL_ATTR_IP_EXPIRIES];
 };
 
-const char *tl_container_id_bare(const char *id)
-{
-	const char *p = id ? strstr(id, "://") : NULL;
-
-	return p ? p + 3 : id;
-}
-
 int tl_attr_new(struct tl_cgroup_map *cgroups, const struct tl_attr_ops *ops, struct tl_attr **ret)
 {
 	struct tl_attr *a = calloc(1, sizeof(*a));

@@ -72,6 +72,3 @@ void tl_attr_ip_expire(struct tl_attr *a, int64_t now_ns);
  * marks the sandbox leaf when exactly one leaf of the Pod has an id in
  * none of them and every container has an id. Returns 1 when marked. */
 int tl_attr_mark_sandbox(struct tl_attr *a, const char *uid, struct json_object *containers);
-
-/* "containerd://abc" -> "abc"; a bare id as is. */
-const char *tl_container_id_bare(const char *id);

@@ -155,6 +155,10 @@ const char *tl_signal_name(int signo, char *buf, size_t len);
 /* enum trace_signal_result: "delivered", "ignored", ..., "unknown". */
 const char *tl_signal_result_name(uint32_t result);
 
+/* A container id as the API writes it, "containerd://abc" -> "abc" (the
+ * form cgroup paths and events carry); a bare id as is. */
+const char *tl_container_id_bare(const char *id);
+
 #define TL_UID_MAX 64
 #define TL_CONTAINER_ID_MAX 96
 #define TL_NAME_MAX 254

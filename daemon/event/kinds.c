@@ -105,6 +105,13 @@ int tl_kind_field(enum tl_kind k, const char *name)
 	return -1;
 }
 
+const char *tl_container_id_bare(const char *id)
+{
+	const char *p = id ? strstr(id, "://") : NULL;
+
+	return p ? p + 3 : id;
+}
+
 const char *tl_source_name(enum tl_source s)
 {
 	if ((unsigned)s >= TL_SRC_MAX)

@@ -78,9 +78,7 @@ static struct json_object *str_or_null(const char *s)
 
 static bool container_id_matches(const char *full, const char *bare)
 {
-	const char *p = strstr(full, "://");
-
-	return strcmp(p ? p + 3 : full, bare) == 0;
+	return strcmp(tl_container_id_bare(full), bare) == 0;
 }
 
 /* Distinct container ids the events name, with the first name and cgroup
