@@ -43,6 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			tl_http_tracker_reset(t, i % 3, (int64_t)i);
 		if (i % 13 == 12)
 			tl_http_tracker_close(t, i % 3, (int64_t)i);
+		if (i % 17 == 16)
+			tl_http_tracker_lost(t, i % 3);
 		off += n;
 	}
 	tl_http_tracker_free(t);
