@@ -57,7 +57,8 @@ struct tl_timelines_config {
 	uint32_t max_events;      /* 0 = default 20000 */
 	uint64_t retention_bytes; /* closed documents; 0 = unlimited */
 	uint32_t retention_hours; /* 0 = unlimited */
-	uint32_t fsync_ms;        /* journal fsync batching; 0 = default 200 */
+	uint32_t fsync_ms;        /* journal fsync batching; 0 = default 200. Each tick
+				   * syncs for at most 5 ms, the rest at the next. */
 	uint32_t max_open;        /* open timelines at most; 0 = default 1024. Past it,
 				   * new Pods are refused and counted
 				   * (termline_timelines_refused_total). */
