@@ -277,9 +277,59 @@ static const char *ref_note(const struct tl_model *m)
  * to it any more: from the reference to the endpoint's removal from every
  * slice (or to the last failed request, whichever is later, or when the
  * removal was not recorded), plus the margin. */
+/* The preStop gate (termline-wait, docs/drain.md) next to the computed sleep:
+ * it holds the container only until the endpoint is out of rotation and no
+ * new connection or request came for --quiet, so its --timeout can be
+ * generous without slowing a rollout. The timeout covers the sleep it
+ * replaces twice over (at least 10 s more), so a slower removal than this
+ * timeline's still fits; the grace period must hold the timeout plus the
+ * container's own stop. */
+#define GATE_QUIET_S 1
+static int gate_reco(const struct tl_model *m, struct fb *b, const struct tl_ctr *c, long sleep_s)
+{
+	struct json_object *reco, *alt, *value;
+	char cmd[128], formula[512], setting[256];
+	long timeout = sleep_s * 2 > sleep_s + 10 ? sleep_s * 2 : sleep_s + 10;
+	long need = timeout;
+
+	if (!json_object_object_get_ex(b->f, "recommendation", &reco))
+		return 0;
+	if (c->sigterm_ns && c->exit_ns)
+		need = ceil_s((double)timeout + (double)(c->exit_ns - c->sigterm_ns) / 1e9);
+	snprintf(cmd, sizeof(cmd), "termline-wait --quiet %ds --timeout %lds", GATE_QUIET_S,
+		 timeout);
+	snprintf(formula, sizeof(formula),
+		 "holds %s until its endpoint is out of rotation and nothing new arrived for %d s "
+		 "(here about %ld s, as the sleep), at most max(2 x %ld s, %ld s + 10 s) = %ld s; "
+		 "terminationGracePeriodSeconds >= %ld (now %d)",
+		 c->name, GATE_QUIET_S, sleep_s, sleep_s, sleep_s, timeout,
+		 need > m->grace_s ? need : (long)m->grace_s, m->grace_s);
+	alt = json_object_new_object();
+	value = json_object_new_string(cmd);
+	if (!alt || !value) {
+		json_object_put(alt);
+		json_object_put(value);
+		return -ENOMEM;
+	}
+	snprintf(setting, sizeof(setting), "spec.containers[%s].lifecycle.preStop.exec.command",
+		 c->name);
+	if (put_str(alt, "setting", setting) < 0 ||
+	    json_object_object_add(alt, "value", value) < 0) {
+		json_object_put(alt);
+		return -ENOMEM;
+	}
+	if (put_str(alt, "formula", formula) < 0 ||
+	    json_object_object_add(reco, "gate", alt) < 0) {
+		json_object_put(alt);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int prestop_reco(const struct tl_model *m, struct fb *b, const struct tl_ctr *c,
 			int64_t last_fail_ns)
 {
+	int r;
 	char setting[256];
 	int64_t cover = m->removed_ns;
 	const char *what = "the endpoint left every slice";
@@ -307,16 +357,18 @@ static int prestop_reco(const struct tl_model *m, struct fb *b, const struct tl_
 		double stop = (double)(c->exit_ns - c->sigterm_ns) / 1e9;
 		long need = ceil_s((double)v + stop);
 
-		return fb_reco(b, setting, json_object_new_int64(v),
-			       "ceil((%s at %+.3f s) - (%s at 0) + %.0f s margin) = %ld s; then %s "
-			       "stops in %.3f s, "
-			       "so terminationGracePeriodSeconds >= %ld (now %d)",
-			       what, x, m->ref_what, TL_FINDINGS_MARGIN_S, v, c->name, stop,
-			       need > m->grace_s ? need : (long)m->grace_s, m->grace_s);
+		r = fb_reco(b, setting, json_object_new_int64(v),
+			    "ceil((%s at %+.3f s) - (%s at 0) + %.0f s margin) = %ld s; then %s "
+			    "stops in %.3f s, "
+			    "so terminationGracePeriodSeconds >= %ld (now %d)",
+			    what, x, m->ref_what, TL_FINDINGS_MARGIN_S, v, c->name, stop,
+			    need > m->grace_s ? need : (long)m->grace_s, m->grace_s);
+	} else {
+		r = fb_reco(b, setting, json_object_new_int64(v),
+			    "ceil((%s at %+.3f s) - (%s at 0) + %.0f s margin) = %ld s", what, x,
+			    m->ref_what, TL_FINDINGS_MARGIN_S, v);
 	}
-	return fb_reco(b, setting, json_object_new_int64(v),
-		       "ceil((%s at %+.3f s) - (%s at 0) + %.0f s margin) = %ld s", what, x,
-		       m->ref_what, TL_FINDINGS_MARGIN_S, v);
+	return r < 0 ? r : gate_reco(m, b, c, v);
 }
 
 /* Collects into b the failed requests matching pred; returns how many

@@ -239,6 +239,20 @@ START_TEST(listener_closed_boundaries)
 	ck_assert_str_eq(json_object_get_string(json_object_object_get(
 			     json_object_object_get(f, "recommendation"), "setting")),
 			 "spec.containers[app].lifecycle.preStop.sleep.seconds");
+	{
+		/* the preStop gate offered next to the 3 s sleep: a timeout of
+		 * max(2 x 3, 3 + 10) = 13 s */
+		struct json_object *g = json_object_object_get(
+		    json_object_object_get(f, "recommendation"), "gate");
+
+		ck_assert_ptr_nonnull(g);
+		ck_assert_str_eq(json_object_get_string(json_object_object_get(g, "setting")),
+				 "spec.containers[app].lifecycle.preStop.exec.command");
+		ck_assert_str_eq(json_object_get_string(json_object_object_get(g, "value")),
+				 "termline-wait --quiet 1s --timeout 13s");
+		ck_assert_ptr_nonnull(strstr(
+		    json_object_get_string(json_object_object_get(g, "formula")), "= 13 s"));
+	}
 	ck_assert_ptr_null(json_object_object_get(f, "incomplete"));
 	/* the lag rule: the app stopped serving 1.5 s before the removal */
 	f = find(fs, "endpoint_removal_lag");

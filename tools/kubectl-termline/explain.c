@@ -81,6 +81,14 @@ int explain_text(FILE *f, const struct cli *cli, struct json_object *doc, struct
 				json_str(reco, "setting") ? json_str(reco, "setting") : "?", vs);
 			fprintf(f, "    because %s\n",
 				json_str(reco, "formula") ? json_str(reco, "formula") : "");
+			if (json_object_object_get_ex(reco, "gate", &v)) {
+				fprintf(f, "  %sor wait for the drain:%s %s = %s\n",
+					col(cli, "green"), col(cli, "reset"),
+					json_str(v, "setting") ? json_str(v, "setting") : "?",
+					json_str(v, "value") ? json_str(v, "value") : "?");
+				fprintf(f, "    which %s\n",
+					json_str(v, "formula") ? json_str(v, "formula") : "");
+			}
 		}
 	}
 	if (!n)
