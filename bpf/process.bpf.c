@@ -11,7 +11,8 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u64 signal_mask = TL_SIGMASK_DEFAULT;
+/* Always set by the loader (TL_SIGNALS_DEFAULT unless configured). */
+const volatile __u64 signal_mask;
 /* Set by the loader only when the classic signal_generate runs: the pid ->
  * cgroup map below exists for it alone, and its upkeep (an LRU update at
  * every tracked exec, a delete at every exit and untracked exec on the

@@ -26,8 +26,9 @@ enum tl_ev_kind {
 
 /* Signal filter mask: bit (signo - 1). */
 #define TL_SIG_BIT(sig) (1ULL << ((sig) - 1))
-#define TL_SIGMASK_DEFAULT (TL_SIG_BIT(1) | TL_SIG_BIT(2) | TL_SIG_BIT(3) | TL_SIG_BIT(9) | \
-			    TL_SIG_BIT(10) | TL_SIG_BIT(12) | TL_SIG_BIT(15))
+/* The default set is TL_SIGNALS_DEFAULT (daemon/core/signals.h), from
+ * <signal.h> constants, which BPF programs cannot include: the loader always
+ * sets the filter. */
 
 /* tl_ev_header.flags */
 #define TL_EVF_GROUP 0x1    /* signal: sent to the whole thread group */

@@ -28,6 +28,7 @@
 
 #include "fileio.h"
 #include "options.h"
+#include "signals.h"
 #include "termline-config.h"
 
 #define PROG "termlined"
@@ -123,7 +124,7 @@ static const struct opt_def opt_defs[OPT_COUNT] = {
     [OPT_RINGBUF_KIB] = {"ring-buffer-kib", KIND_U32, OFF(ringbuf_kib), 64, 1048576, "KiB", "KIB",
 			 "4096", "kernel ring buffer size, a power of two"},
     [OPT_SIGNALS] = {"signals", KIND_SIGNALS, OFF(signal_mask), 0, 0, NULL, "LIST",
-		     "TERM,KILL,INT,QUIT,HUP,USR1,USR2",
+		     TL_SIGNALS_DEFAULT_TEXT,
 		     "signals recorded (names, comma-separated)"},
     [OPT_MAX_EVENTS] = {"max-events-per-timeline", KIND_U32, OFF(max_events_per_timeline), 1,
 			10000000, "events", "N", "20000", "events kept per timeline"},
@@ -160,28 +161,6 @@ static const char *const log_level_names[] = {
     [TL_LOG_WARN] = "warn",
     [TL_LOG_ERROR] = "error",
 };
-
-/* The numbers come from <signal.h> because they differ between
- * architectures (SIGUSR1 is 10 on x86 and 16 on mips). */
-static const struct {
-	const char *name;
-	int signo;
-} signal_names[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},	      {"QUIT", SIGQUIT}, {"ILL", SIGILL},
-    {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},     {"IOT", SIGIOT},	 {"BUS", SIGBUS},
-    {"FPE", SIGFPE},   {"KILL", SIGKILL},     {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},
-    {"USR2", SIGUSR2}, {"PIPE", SIGPIPE},     {"ALRM", SIGALRM}, {"TERM", SIGTERM},
-    {"CHLD", SIGCHLD}, {"CONT", SIGCONT},     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},
-    {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU},     {"URG", SIGURG},	 {"XCPU", SIGXCPU},
-    {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH},
-    {"IO", SIGIO},     {"POLL", SIGPOLL},     {"PWR", SIGPWR},	 {"SYS", SIGSYS},
-};
-
-/* Same layout as the BPF filter (TL_SIG_BIT in bpf/include/termline-events.h): bit signo - 1. */
-#define SIGBIT(s) (UINT64_C(1) << ((s) - 1))
-#define DEFAULT_SIGNALS                                                                            \
-	(SIGBIT(SIGTERM) | SIGBIT(SIGKILL) | SIGBIT(SIGINT) | SIGBIT(SIGQUIT) | SIGBIT(SIGHUP) |   \
-	 SIGBIT(SIGUSR1) | SIGBIT(SIGUSR2))
 
 /* Where a value came from, for the one-line error. */
 struct origin {
@@ -415,22 +394,6 @@ static void clear_headers(struct tl_options *o)
 	o->n_request_id_headers = 0;
 }
 
-static int signal_lookup(const char *name, size_t len, int *ret)
-{
-	if (len >= 3 && strncasecmp(name, "SIG", 3) == 0) {
-		name += 3;
-		len -= 3;
-	}
-	for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++) {
-		if (strlen(signal_names[i].name) == len &&
-		    strncasecmp(signal_names[i].name, name, len) == 0) {
-			*ret = signal_names[i].signo;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 /* A list of names separated by commas or blanks: "TERM,SIGKILL". */
 static int add_signals(uint64_t *mask, const char *val, char *why)
 {
@@ -444,12 +407,12 @@ static int add_signals(uint64_t *mask, const char *val, char *why)
 		if (len > 0) {
 			char name[32];
 
-			if (signal_lookup(p, len, &signo) < 0) {
+			if (tl_signal_lookup(p, len, &signo) < 0) {
 				snprintf(name, sizeof(name), "%.*s", (int)(len < 24 ? len : 24), p);
 				return why_value(why, name,
 						 "is not a signal name (e.g. SIGTERM or TERM)");
 			}
-			*mask |= SIGBIT(signo);
+			*mask |= TL_SIGNAL_BIT(signo);
 			any = true;
 		}
 		p += len;
@@ -588,7 +551,7 @@ static int set_defaults(struct tl_options *o)
 	o->log_level = TL_LOG_INFO;
 	o->linger_s = 30;
 	o->ringbuf_kib = 4096;
-	o->signal_mask = DEFAULT_SIGNALS;
+	o->signal_mask = TL_SIGNALS_DEFAULT;
 	o->max_events_per_timeline = 20000;
 	o->retention_bytes = UINT64_C(256) << 20;
 	o->retention_hours = 168;
@@ -1032,22 +995,16 @@ int tl_options_render(const struct tl_options *o, char **ret)
 			bool first = true;
 
 			for (int s = 1; s < 64; s++) {
-				const char *name = NULL;
+				const char *name;
 
-				if (!(o->signal_mask & SIGBIT(s)))
+				if (!(o->signal_mask & TL_SIGNAL_BIT(s)))
 					continue;
-				for (size_t k = 0;
-				     k < sizeof(signal_names) / sizeof(signal_names[0]); k++) {
-					if (signal_names[k].signo == s) {
-						name = signal_names[k].name;
-						break;
-					}
-				}
+				name = tl_signal_name(s, NULL, 0);
 				if (!first)
 					sb_add(&b, ",", 1);
 				first = false;
 				if (name)
-					sb_printf(&b, "SIG%s", name);
+					sb_printf(&b, "%s", name);
 				else
 					sb_printf(&b, "%d", s);
 			}

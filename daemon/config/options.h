@@ -38,7 +38,7 @@ struct tl_options {
 
 	/* file-only keys (also accepted as flags of the same name) */
 	uint32_t ringbuf_kib;       /* ring-buffer-kib, default 4096 */
-	uint64_t signal_mask;       /* signals: list of names, default TERM KILL INT QUIT HUP USR1 USR2;
+	uint64_t signal_mask;       /* signals: list of names, default TL_SIGNALS_DEFAULT (signals.h);
 				     * bit (signo - 1), the BPF filter's layout */
 	uint32_t max_events_per_timeline; /* max-events-per-timeline, default 20000 */
 	uint64_t retention_bytes;   /* retention-bytes, default 256 MiB */

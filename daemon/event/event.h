@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "signals.h"
 #include "tl-buf.h"
 
 enum tl_source { TL_SRC_API = 0, TL_SRC_KERNEL = 1, TL_SRC_LOG = 2, TL_SRC_MAX = 3 };
@@ -148,10 +149,7 @@ int tl_kind_field(enum tl_kind k, const char *name);
 const char *tl_source_name(enum tl_source s);
 int tl_source_parse(const char *s, enum tl_source *ret);
 
-/* "SIGTERM" for SIGTERM, "SIGRTMIN+3" for real-time signals, NULL out of
- * range (buf is used for the real-time names). Numbers are this
- * architecture's (<signal.h>). */
-const char *tl_signal_name(int signo, char *buf, size_t len);
+/* tl_signal_name(): signals.h, the one table of signal names. */
 /* enum trace_signal_result: "delivered", "ignored", ..., "unknown". */
 const char *tl_signal_result_name(uint32_t result);
 

@@ -3,7 +3,6 @@
  * order and how each is written. docs/timeline-format.md is generated from
  * the same list by hand: keep both in step. */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -128,39 +127,6 @@ int tl_source_parse(const char *s, enum tl_source *ret)
 		}
 	}
 	return -EINVAL;
-}
-
-const char *tl_signal_name(int signo, char *buf, size_t len)
-{
-	/* By <signal.h> constant, not by number: SIGUSR1 is 10 on x86 and
-	 * arm64 but 16 on mips, 30 on alpha and sparc. */
-	static const struct { int no; const char *name; } names[] = {
-		{ SIGHUP, "SIGHUP" }, { SIGINT, "SIGINT" }, { SIGQUIT, "SIGQUIT" },
-		{ SIGILL, "SIGILL" }, { SIGTRAP, "SIGTRAP" }, { SIGABRT, "SIGABRT" },
-		{ SIGBUS, "SIGBUS" }, { SIGFPE, "SIGFPE" }, { SIGKILL, "SIGKILL" },
-		{ SIGUSR1, "SIGUSR1" }, { SIGSEGV, "SIGSEGV" }, { SIGUSR2, "SIGUSR2" },
-		{ SIGPIPE, "SIGPIPE" }, { SIGALRM, "SIGALRM" }, { SIGTERM, "SIGTERM" },
-#ifdef SIGSTKFLT
-		{ SIGSTKFLT, "SIGSTKFLT" },
-#endif
-		{ SIGCHLD, "SIGCHLD" }, { SIGCONT, "SIGCONT" }, { SIGSTOP, "SIGSTOP" },
-		{ SIGTSTP, "SIGTSTP" }, { SIGTTIN, "SIGTTIN" }, { SIGTTOU, "SIGTTOU" },
-		{ SIGURG, "SIGURG" }, { SIGXCPU, "SIGXCPU" }, { SIGXFSZ, "SIGXFSZ" },
-		{ SIGVTALRM, "SIGVTALRM" }, { SIGPROF, "SIGPROF" }, { SIGWINCH, "SIGWINCH" },
-		{ SIGIO, "SIGIO" }, { SIGPWR, "SIGPWR" }, { SIGSYS, "SIGSYS" },
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (names[i].no == signo)
-			return names[i].name;
-	/* The kernel's SIGRTMIN (32 on Linux; glibc reserves the first few
-	 * and its SIGRTMIN macro is a function call): the kernel's numbering
-	 * is what a BPF record carries. */
-	if (signo >= 32 && signo <= 64 && buf && len) {
-		snprintf(buf, len, "SIGRTMIN+%d", signo - 32);
-		return buf;
-	}
-	return NULL;
 }
 
 const char *tl_signal_result_name(uint32_t result)

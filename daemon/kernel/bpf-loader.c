@@ -18,9 +18,13 @@
 #include "clock.h"
 #include "metrics.h"
 #include "termline-events.h"
+#include "signals.h"
 #include "process.skel.h"
 #include "net.skel.h"
 #include "macro.h"
+
+_Static_assert(TL_SIGNAL_BIT(SIGTERM) == TL_SIG_BIT(SIGTERM) && TL_SIGNAL_BIT(64) == TL_SIG_BIT(64),
+	       "signals.h and the BPF filter share one mask layout");
 
 #define DRAIN_INTERVAL_MS 10
 #define METRICS_INTERVAL_MS 1000
@@ -208,7 +212,7 @@ static int open_load_attach(struct tl_bpf *b, const struct tl_bpf_config *cfg,
 		set_err(err, errlen, "cannot open BPF objects: %s", strerror(-r));
 		return r;
 	}
-	b->proc->rodata->signal_mask = cfg->signal_mask ?: TL_SIGMASK_DEFAULT;
+	b->proc->rodata->signal_mask = cfg->signal_mask ?: TL_SIGNALS_DEFAULT;
 	b->proc->rodata->track_pids = classic[0]; /* only the classic signal_generate needs it */
 	b->net->rodata->resets_without_socket = cfg->resets_without_socket;
 	r = bpf_map__set_max_entries(b->proc->maps.events, ring_size(cfg->ringbuf_bytes));
