@@ -14,7 +14,6 @@
 #include "export-json.h"
 #include "store-int.h"
 
-#define MAX_FINDING_REQUEST_IDS 100
 
 const char *state_meta_str(const struct tl_state *s, const char *key)
 {
@@ -183,102 +182,6 @@ static struct json_object *build_containers(const struct tl_state *s)
 	return arr;
 }
 
-static struct json_object *new_finding(const char *rule, const char *severity, const char *summary,
-				       struct json_object *ids)
-{
-	struct json_object *f = json_object_new_object();
-
-	if (!f) {
-		json_object_put(ids);
-		return NULL;
-	}
-	json_object_object_add(f, "rule", json_object_new_string(rule));
-	json_object_object_add(f, "severity", json_object_new_string(severity));
-	json_object_object_add(f, "summary", json_object_new_string(summary));
-	json_object_object_add(f, "requestIds", ids ? ids : json_object_new_array());
-	return f;
-}
-
-static uint8_t entry_kind(const struct tl_state *s, size_t i)
-{
-	const struct entry *e = &s->ev[i];
-
-	if (e->ref & AGG_REF)
-		return TL_KIND_EVENTS_AGGREGATED;
-	return ((const struct rec_hdr *)(s->arena + e->ref))->kind;
-}
-
-/* Two rules that need nothing but the timeline itself:
- * - sigterm-ignored: a stop signal the target dropped (PID 1 without a
- *   handler), so the container only ends at SIGKILL after the grace period;
- * - requests-failed-during-termination: HTTP requests without a response or
- *   with a 5xx after the deletion was requested. */
-struct json_object *document_findings(const struct tl_state *s)
-{
-	struct json_object *arr = json_object_new_array(), *ids = NULL;
-	int64_t deletion_ns = INT64_MAX;
-	static struct tl_event ev; /* one thread; 5 KB off the stack */
-	uint64_t failed = 0;
-	char summary[512];
-
-	if (!arr)
-		return NULL;
-	for (size_t i = 0; i < s->n; i++) {
-		uint8_t kind = entry_kind(s, i);
-		int64_t v, pid;
-
-		if (kind == TL_KIND_POD_DELETION_REQUESTED && deletion_ns == INT64_MAX)
-			deletion_ns = s->ev[i].time_ns;
-		if (kind == TL_KIND_PROCESS_SIGNAL) {
-			const char *comm;
-
-			if (state_event(s, i, &ev) < 0)
-				continue;
-			if (tl_event_get_i(&ev, TL_F_SIG_SIGNO, &v) && v == SIGTERM &&
-			    tl_event_get_i(&ev, TL_F_SIG_RESULT, &v) && v == 1 /* ignored */) {
-				comm = tl_event_get_s(&ev, TL_F_SIG_COMM);
-				if (!tl_event_get_i(&ev, TL_F_SIG_PID, &pid))
-					pid = 0;
-				snprintf(summary, sizeof(summary),
-					 "SIGTERM to %s (pid %lld) in container %s was ignored: it only stops at SIGKILL when the grace period ends",
-					 comm ? comm : "?", (long long)pid, ev.container[0] ? ev.container : "?");
-				json_object_array_add(arr, new_finding("sigterm-ignored", "warning", summary, NULL));
-			}
-			tl_event_clear(&ev);
-		} else if (s->ev[i].time_ns >= deletion_ns && kind == TL_KIND_HTTP_REQUEST) {
-			const char *rid;
-
-			if (state_event(s, i, &ev) < 0)
-				continue;
-			if (!tl_event_get_i(&ev, TL_F_HTTP_STATUS, &v))
-				v = -1;
-			if (v != 0 && v < 500) {
-				tl_event_clear(&ev);
-				continue;
-			}
-			failed++;
-			if (!ids)
-				ids = json_object_new_array();
-			rid = tl_event_get_s(&ev, TL_F_HTTP_REQUEST_ID);
-			if (ids && rid && *rid && json_object_array_length(ids) < MAX_FINDING_REQUEST_IDS)
-				json_object_array_add(ids, json_object_new_string(rid));
-			tl_event_clear(&ev);
-		} else if (s->ev[i].time_ns >= deletion_ns && kind == TL_KIND_EVENTS_AGGREGATED) {
-			failed += s->aggs[s->ev[i].ref & ~AGG_REF].failed;
-		}
-	}
-	if (failed) {
-		snprintf(summary, sizeof(summary),
-			 "%llu HTTP request(s) failed (no response or 5xx) after the Pod's deletion was requested",
-			 (unsigned long long)failed);
-		json_object_array_add(arr, new_finding("requests-failed-during-termination", "error",
-						       summary, ids));
-	} else {
-		json_object_put(ids);
-	}
-	return arr;
-}
-
 static bool state_complete(const struct tl_state *s)
 {
 	const struct loss *l = &s->loss;
@@ -386,9 +289,12 @@ int document_write(const struct tl_state *s, const struct recorder_info *rec,
 		cur->i++;
 	}
 	if (cur->phase == 2) {
-		r = add_part(out, "findings", document_findings(s), false);
+		/* The findings are computed off the loop once the document is
+		 * on disk (termline-findings, docs/timeline-format.md): an open
+		 * timeline and a document being written have none yet. */
+		tl_buf_adds(out, ",\"findings\":[]");
 		tl_buf_adds(out, state_complete(s) ? ",\"complete\":true" : ",\"complete\":false");
-		r = r ?: add_part(out, "loss", build_loss(&s->loss), false);
+		r = add_part(out, "loss", build_loss(&s->loss), false);
 		r = r ?: add_part(out, "recorder", build_recorder(s, rec), false);
 		if (r < 0)
 			return r;

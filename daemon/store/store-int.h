@@ -123,5 +123,3 @@ struct doc_cursor {
  * negative errno. */
 int document_write(const struct tl_state *s, const struct recorder_info *rec,
 		   struct doc_cursor *cur, struct tl_buf *out, size_t chunk);
-/* Findings of s as a json-c array (new reference) or NULL. */
-struct json_object *document_findings(const struct tl_state *s);

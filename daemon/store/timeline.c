@@ -18,8 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,6 +97,9 @@ struct writer {
 	uint64_t bytes;
 	size_t findings;
 	char *ns, *name, *path;
+	/* termline-findings, run on the written temp file: -1 when none. */
+	pid_t pid;
+	int pid_fd, out_fd;
 	/* Journal frames of what arrived while closing: late if the document
 	 * is written, replayed into the timeline if not. */
 	struct tl_buf held;
@@ -144,6 +150,7 @@ struct tl_timelines {
 	uint64_t retention_bytes;
 	bool (*writer_hook)(void *ud);
 	void *writer_hook_ud;
+	char *findings_helper; /* NULL: documents keep empty findings */
 	struct recorder_info rec;
 	int64_t recording_since_ns;
 	struct timeline *buckets[HASH_BUCKETS];
@@ -1240,11 +1247,24 @@ static void close_done(struct timeline *tl)
 
 #define WRITER_CHUNK (64u * 1024)
 
-static void writer_free(struct tl_loop *loop _unused_, struct writer *w)
+static void writer_free(struct tl_loop *loop, struct writer *w)
 {
 	if (!w)
 		return;
 	tl_timer_free(w->timer);
+	if (w->pid > 0) {
+		/* Given up (shutdown): its temp file, if any, is removed by
+		 * the next start's scan; the timeline stays journaled. */
+		kill(w->pid, SIGKILL);
+		while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (w->pid_fd >= 0) {
+		tl_loop_del_io(loop, w->pid_fd);
+		close(w->pid_fd);
+	}
+	if (w->out_fd >= 0)
+		close(w->out_fd);
 	if (w->fd >= 0)
 		close(w->fd);
 	/* Only a writer given up on (shutdown past close_wait_ms, or a failed
@@ -1322,6 +1342,217 @@ static int writer_open(struct writer *w)
 	return 0;
 }
 
+/* ---- findings, off the loop ---- */
+
+/* The findings of docs/findings.md need the whole document parsed (~0.2 s
+ * for 20k events with json-c): too long for a loop step, and the tree's
+ * memory would stay in this process's heap. So once the temp file is
+ * written, termline-findings (a small program of its own, started with
+ * posix_spawn: no copy of this process's page tables, unlike fork) reads
+ * it, writes the document with its findings in place atomically (temp,
+ * fsync, rename, fsync of the directory: those syncs leave the loop too),
+ * removes the temp file and prints how many findings it wrote. Its exit
+ * reaches the loop through a pidfd. Until then the timeline is closing,
+ * served from memory as before. If it cannot run or fails, the temp file
+ * is committed as it is: a valid document with no findings. */
+
+static int helper_pid_cb(struct tl_loop *loop, int fd, uint32_t events, void *userdata);
+static void writer_finish(struct timeline *tl, int err);
+static int writer_commit(struct writer *w);
+
+static int helper_start(struct timeline *tl)
+{
+	struct tl_timelines *t = tl->store;
+	struct writer *w = tl->writer;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
+	const char *file = strrchr(w->path, '/');
+	char *argv[5], *envp[] = { NULL };
+	int pfd[2] = { -1, -1 }, r;
+	bool fa_ok = false, attr_ok = false;
+
+	if (!file || w->tmp[0] == '\0')
+		return -EINVAL;
+	argv[0] = t->findings_helper;
+	argv[1] = w->tmp;
+	argv[2] = w->dir;
+	argv[3] = (char *)file + 1;
+	argv[4] = NULL;
+	/* O_CLOEXEC: only the dup2'd end reaches the child. */
+	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	r = -posix_spawn_file_actions_init(&fa);
+	if (r < 0)
+		goto out;
+	fa_ok = true;
+	r = -posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
+	if (r == 0)
+		r = -posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	if (r < 0)
+		goto out;
+	r = -posix_spawnattr_init(&attr);
+	if (r < 0)
+		goto out;
+	attr_ok = true;
+	/* The agent blocks the signals it reads through a signalfd; the
+	 * child must not inherit that mask nor ignored dispositions. */
+	sigemptyset(&none);
+	sigfillset(&all);
+	r = -posix_spawnattr_setsigmask(&attr, &none);
+	if (r == 0)
+		r = -posix_spawnattr_setsigdefault(&attr, &all);
+	if (r == 0)
+		r = -posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	if (r < 0)
+		goto out;
+	r = -posix_spawn(&w->pid, t->findings_helper, &fa, &attr, argv, envp);
+	if (r < 0) {
+		w->pid = -1;
+		goto out;
+	}
+	w->out_fd = pfd[0];
+	pfd[0] = -1;
+	/* Ours and not reaped until it exits: the pid is not reused. Without
+	 * a pidfd (kernel < 5.3) the writer's timer polls the exit. */
+	w->pid_fd = (int)syscall(SYS_pidfd_open, w->pid, 0);
+	if (w->pid_fd >= 0 && fcntl(w->pid_fd, F_SETFD, FD_CLOEXEC) < 0) {
+		close(w->pid_fd);
+		w->pid_fd = -1;
+	}
+	if (w->pid_fd >= 0 && tl_loop_add_io(t->loop, w->pid_fd, EPOLLIN, helper_pid_cb, tl) < 0) {
+		close(w->pid_fd);
+		w->pid_fd = -1;
+	}
+	if (w->pid_fd >= 0) {
+		/* The exit wakes the loop: no more ticks needed. */
+		tl_timer_free(w->timer);
+		w->timer = NULL;
+	}
+	r = 0;
+out:
+	if (attr_ok)
+		posix_spawnattr_destroy(&attr);
+	if (fa_ok)
+		posix_spawn_file_actions_destroy(&fa);
+	if (pfd[0] >= 0)
+		close(pfd[0]);
+	if (pfd[1] >= 0)
+		close(pfd[1]);
+	return r;
+}
+
+/* > 0 while the helper runs, 0 once the document is in place, -errno. */
+static int helper_poll(struct timeline *tl)
+{
+	struct tl_timelines *t = tl->store;
+	struct writer *w = tl->writer;
+	siginfo_t si;
+	char out[32];
+	ssize_t n = -1;
+	unsigned long long count = 0;
+	struct stat st;
+	bool ok;
+
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)w->pid, &si, WEXITED | WNOHANG) < 0) {
+		if (errno == EINTR)
+			return 1;
+		si.si_code = 0; /* not ours any more: treat as failed */
+	} else if (si.si_pid == 0) {
+		return 1;
+	}
+	w->pid = -1;
+	if (w->pid_fd >= 0) {
+		tl_loop_del_io(t->loop, w->pid_fd);
+		close(w->pid_fd);
+		w->pid_fd = -1;
+	}
+	if (w->out_fd >= 0) {
+		n = read(w->out_fd, out, sizeof(out) - 1);
+		close(w->out_fd);
+		w->out_fd = -1;
+	}
+	ok = si.si_code == CLD_EXITED && si.si_status == 0 && n > 0;
+	if (ok) {
+		char *end;
+
+		out[n] = '\0';
+		errno = 0;
+		count = strtoull(out, &end, 10);
+		ok = errno == 0 && end != out && (*end == '\n' || *end == '\0');
+	}
+	if (ok && stat(w->path, &st) == 0) {
+		close(w->fd);
+		w->fd = -1;
+		w->tmp[0] = '\0'; /* removed by the helper */
+		w->bytes = (uint64_t)st.st_size;
+		w->findings = (size_t)count;
+		return 0;
+	}
+	tl_warn("timeline %s: %s failed (%s %d): its document is written without findings",
+		tl->s.uid, t->findings_helper, si.si_code == CLD_EXITED ? "exit" : "signal",
+		si.si_status);
+	if (access(w->tmp, F_OK) < 0)
+		return -EIO; /* not written: the close is retried */
+	return writer_commit(w);
+}
+
+static int helper_pid_cb(struct tl_loop *loop _unused_, int fd _unused_, uint32_t events _unused_,
+			 void *userdata)
+{
+	struct timeline *tl = userdata;
+	int r = helper_poll(tl);
+
+	if (r <= 0)
+		writer_finish(tl, -r);
+	return 0;
+}
+
+/* The helper: cfg's path ("" turns it off), else next to this program
+ * (installed side by side, or termlined in the build tree's daemon/ and
+ * the helper in daemon/store/), else the libexec directory it is
+ * installed to. */
+static int findings_helper_find(const char *configured, char **ret)
+{
+	static const char *const rel[] = { "termline-findings", "store/termline-findings",
+					   "../libexec/termline-findings" };
+	char exe[PATH_MAX], cand[PATH_MAX];
+	ssize_t n;
+
+	*ret = NULL;
+	if (configured) {
+		if (!*configured)
+			return 0;
+		*ret = strdup(configured);
+		return *ret ? 0 : -ENOMEM;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		char *slash;
+
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash)
+			*slash = '\0';
+		for (size_t i = 0; slash && i < sizeof(rel) / sizeof(rel[0]); i++) {
+			if (snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]) >= (int)sizeof(cand))
+				continue;
+			if (access(cand, X_OK) == 0)
+				goto found;
+		}
+	}
+	snprintf(cand, sizeof(cand), "%s/termline-findings", TL_LIBEXECDIR);
+	if (access(cand, X_OK) == 0)
+		goto found;
+	tl_warn("termline-findings not found next to this program nor in %s: closed timelines are written without findings",
+		TL_LIBEXECDIR);
+	return 0;
+found:
+	*ret = strdup(cand);
+	return *ret ? 0 : -ENOMEM;
+}
+
 /* One chunk of the document: > 0 more to do, 0 written and renamed, or
  * -errno. */
 static int writer_step(struct timeline *tl)
@@ -1330,6 +1561,8 @@ static int writer_step(struct timeline *tl)
 	struct writer *w = tl->writer;
 	int q, r;
 
+	if (w->pid > 0)
+		return helper_poll(tl);
 	if (t->writer_hook && !t->writer_hook(t->writer_hook_ud))
 		return 1; /* held by a test */
 	if (w->fd < 0) {
@@ -1351,6 +1584,13 @@ static int writer_step(struct timeline *tl)
 	w->bytes += w->buf.len;
 	if (q > 0)
 		return 1;
+	if (t->findings_helper) {
+		r = helper_start(tl);
+		if (r == 0)
+			return 1;
+		tl_warn("timeline %s: cannot run %s (%s): its document is written without findings",
+			tl->s.uid, t->findings_helper, strerror(-r));
+	}
 	return writer_commit(w);
 }
 
@@ -1412,6 +1652,9 @@ static int writer_start(struct timeline *tl)
 	if (!w)
 		return -ENOMEM;
 	w->fd = -1;
+	w->pid = -1;
+	w->pid_fd = -1;
+	w->out_fd = -1;
 	tl_buf_init(&w->buf, 0);
 	tl_buf_init(&w->held, 0);
 	{
@@ -1431,12 +1674,6 @@ static int writer_start(struct timeline *tl)
 	r = state_copy(&tl->s, &w->snap);
 	if (r < 0)
 		goto fail;
-	{
-		struct json_object *f = document_findings(&w->snap);
-
-		w->findings = f ? json_object_array_length(f) : 0;
-		json_object_put(f);
-	}
 	r = tl_loop_add_timer(t->loop, 1, 1, writer_timer_cb, tl, &w->timer);
 	if (r < 0)
 		goto fail;
@@ -1500,8 +1737,8 @@ static void writers_wait(struct tl_timelines *t)
 				}
 				if (tl_now_mono_ms() >= deadline)
 					break; /* given up: freed with its timeline */
-				if (t->writer_hook)
-					usleep(1000); /* held: do not spin */
+				if (t->writer_hook || tl->writer->pid > 0)
+					usleep(1000); /* held, or the helper runs: do not spin */
 			}
 			tl = next;
 		}
@@ -1994,6 +2231,11 @@ int tl_timelines_new(const struct tl_timelines_config *cfg, struct tl_loop *loop
 	t->close_wait_ms = cfg->close_wait_ms ? cfg->close_wait_ms : DEFAULT_CLOSE_WAIT_MS;
 	t->writer_hook = cfg->writer_hook;
 	t->writer_hook_ud = cfg->writer_hook_ud;
+	r = findings_helper_find(cfg->findings_helper, &t->findings_helper);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
 	t->recording_since_ns = cfg->recorder.recording_since_ns ? cfg->recorder.recording_since_ns
 								  : tl_now_real_ns();
 	t->rec.agent_version = dup_or_empty(cfg->recorder.agent_version);
@@ -2135,6 +2377,7 @@ void tl_timelines_free(struct tl_timelines *t)
 	free(t->rec.config_digest);
 	free(t->timelines_dir);
 	free(t->journal_dir);
+	free(t->findings_helper);
 	free(t);
 }
 
@@ -2334,11 +2577,11 @@ int tl_timelines_list(struct tl_timelines *t, struct json_object **ret)
 	}
 	for (size_t b = 0; b < HASH_BUCKETS; b++) {
 		for (struct timeline *tl = t->buckets[b]; tl; tl = tl->hnext) {
-			struct json_object *f = document_findings(&tl->s), *o;
+			struct json_object *o;
 
+			/* Findings are computed when a timeline closes. */
 			o = list_item(meta_str(tl, "namespace"), meta_str(tl, "name"), tl->s.uid, "open",
-				      tl->s.n, f ? json_object_array_length(f) : 0);
-			json_object_put(f);
+				      tl->s.n, 0);
 			if (!o || json_object_array_add(arr, o) < 0) {
 				json_object_put(o);
 				json_object_put(root);

@@ -69,6 +69,11 @@ struct tl_timelines_config {
 	 * given up and its timeline stays journaled: the next start closes it
 	 * again. */
 	uint32_t close_wait_ms;
+	/* termline-findings, which writes a closed document's findings off
+	 * the loop (docs/http-api.md): NULL finds it next to this
+	 * program or in the libexec directory; "" writes documents without
+	 * findings. */
+	const char *findings_helper;
 	/* Tests only (NULL in termlined): asked before each chunk of a
 	 * document; false holds the close in progress. */
 	bool (*writer_hook)(void *ud);

@@ -57,6 +57,7 @@ static void fx_prepare(struct fx *f, uint32_t linger_s, uint32_t max_events)
 		.linger_s = linger_s,
 		.max_events = max_events,
 		.fsync_ms = 50,
+		.findings_helper = TL_FINDINGS_HELPER,
 		.recorder = { .agent_version = "0.1.0-test", .node = "node-1", .kernel = "6.18.0",
 			      .config_digest = "sha256:abc", .probes = probes },
 	};
@@ -266,8 +267,9 @@ START_TEST(test_order_and_dedupe)
 	ck_assert_str_eq(jstr(doc, "recorder.probes.0"), "signal_generate:tp_btf");
 	/* The meta's container got the cgroup id the kernel side saw. */
 	ck_assert_int_eq(jint(doc, "containers.0.cgroupId"), 4242);
-	/* The ignored SIGTERM and the 503 after deletion are findings. */
-	ck_assert_uint_eq(jlen(doc, "findings"), 2);
+	/* Findings are computed when the timeline closes (off the loop, by
+	 * termline-findings): an open one has none yet. */
+	ck_assert_uint_eq(jlen(doc, "findings"), 0);
 	validate_doc(&f, doc, "ordered.json");
 
 	/* Meta arriving again unchanged changes nothing. */
@@ -468,6 +470,112 @@ START_TEST(test_linger_close_writes_atomically)
 	fx_store(&f);
 	doc = get_doc(f.t, "shop", "web-3", UID_C);
 	ck_assert_uint_eq(jlen(doc, "events"), (size_t)n + 1);
+	json_object_put(doc);
+	fx_done(&f);
+}
+END_TEST
+
+/* The sidecar race, by hand: the app closes its listener after the
+ * deletion, and the proxy still forwards a request to it, which fails. The
+ * closed document carries the shared rules' finding (daemon/findings/),
+ * and the list counts what the document holds. */
+START_TEST(test_closed_document_has_findings)
+{
+	struct fx f;
+	char path[PATH_MAX], jpath[PATH_MAX];
+	struct json_object *doc, *list, *fs;
+	struct wait_file w = { path, jpath };
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+	const char *const types[] = { "socket.listen", "pod.deletion_requested", "socket.listen_closed",
+				      "http.request", "pod.deleted" };
+	const int64_t at[] = { -10 * SCN_S, 0, SCN_S, 2 * SCN_S, 5 * SCN_S };
+	bool seen = false;
+	int64_t n;
+
+	fx_init(&f, 0, 0);
+	set_meta(f.t, "shop", "web-race", UID_C);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		struct tl_event ev;
+
+		ck_assert_int_eq(scn_event(&ev, UID_C, types[i], t0 + at[i]), 0);
+		if (strcmp(types[i], "http.request") == 0) {
+			/* recorded by the proxy, which forwarded it to the app */
+			snprintf(ev.container, sizeof(ev.container), "istio-proxy");
+			snprintf(ev.container_id, sizeof(ev.container_id), "fedc9876");
+		}
+		ck_assert_int_eq(tl_timelines_add(f.t, &ev), 0);
+		tl_event_clear(&ev);
+	}
+	PATHF(path, "%s/timelines/shop/web-race_%s.json", f.dir, UID_C);
+	PATHF(jpath, "%s/journal/%s.tlj", f.dir, UID_C);
+	ck_assert(scn_run_until(f.loop, file_appears, &w));
+	ck_assert(scn_run_until(f.loop, none_open, f.t));
+
+	doc = json_object_from_file(path);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert(json_object_object_get_ex(doc, "findings", &fs));
+	ck_assert_uint_gt(json_object_array_length(fs), 0);
+	for (size_t i = 0; i < json_object_array_length(fs); i++)
+		if (strcmp(jstr(json_object_array_get_idx(fs, i), "rule"), "requests_after_listener_closed") == 0)
+			seen = true;
+	ck_assert_msg(seen, "no requests_after_listener_closed in %s", json_object_to_json_string(fs));
+	ck_assert_int_eq(scn_validate(path), 0);
+	n = (int64_t)json_object_array_length(fs);
+
+	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_uint_eq(jlen(list, "timelines"), 1);
+	ck_assert_str_eq(jstr(list, "timelines.0.state"), "closed");
+	ck_assert_int_eq(jint(list, "timelines.0.findings"), n);
+	ck_assert_int_eq(jint(list, "timelines.0.events"), (int64_t)jlen(doc, "events"));
+	json_object_put(list);
+	/* Served from the file, findings included. */
+	{
+		struct json_object *served = get_doc(f.t, "shop", "web-race", UID_C);
+
+		ck_assert(json_object_equal(served, doc));
+		json_object_put(served);
+	}
+	/* No temp file of the helper or the writer is left. */
+	PATHF(path, "%s/timelines/shop", f.dir);
+	ck_assert_uint_eq(count_entries(path), 1);
+	json_object_put(doc);
+
+	/* A restarted store reads the count back from the document. */
+	tl_timelines_free(f.t);
+	fx_store(&f);
+	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(jint(list, "timelines.0.findings"), n);
+	json_object_put(list);
+	fx_done(&f);
+}
+END_TEST
+
+/* Without the helper the document is still written, valid, with no
+ * findings. */
+START_TEST(test_closed_without_helper)
+{
+	struct fx f;
+	char path[PATH_MAX], jpath[PATH_MAX];
+	struct json_object *doc, *list;
+	struct wait_file w = { path, jpath };
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+
+	fx_prepare(&f, 0, 0);
+	f.cfg.findings_helper = "/nonexistent/termline-findings";
+	fx_store(&f);
+	set_meta(f.t, "shop", "web-nohelper", UID_C);
+	ck_assert_int_gt(scn_termination(f.t, UID_C, t0, true), 0);
+	PATHF(path, "%s/timelines/shop/web-nohelper_%s.json", f.dir, UID_C);
+	PATHF(jpath, "%s/journal/%s.tlj", f.dir, UID_C);
+	ck_assert(scn_run_until(f.loop, file_appears, &w));
+	ck_assert(scn_run_until(f.loop, none_open, f.t));
+	doc = json_object_from_file(path);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_uint_eq(jlen(doc, "findings"), 0);
+	ck_assert_int_eq(scn_validate(path), 0);
+	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(jint(list, "timelines.0.findings"), 0);
+	json_object_put(list);
 	json_object_put(doc);
 	fx_done(&f);
 }
@@ -1579,6 +1687,8 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_writer_disk_error_retried);
 	tcase_add_test(tc, test_shutdown_during_write_keeps_journal);
 	tcase_add_test(tc, test_shutdown_waits_for_writer);
+	tcase_add_test(tc, test_closed_document_has_findings);
+	tcase_add_test(tc, test_closed_without_helper);
 	suite_add_tcase(s, tc);
 	return s;
 }

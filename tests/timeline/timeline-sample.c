@@ -29,6 +29,8 @@ static int make_store(const char *dir, uint32_t max_events, struct tl_loop *loop
 		.state_dir = dir,
 		.linger_s = 0,
 		.max_events = max_events,
+		/* so the samples carry the findings of closed documents */
+		.findings_helper = TL_FINDINGS_HELPER,
 		.recorder = { .agent_version = "0.1.0", .node = "node-1", .kernel = "6.18.0",
 			      .config_digest = "sha256:00", .probes = probes },
 	};
