@@ -27,8 +27,10 @@
 #include <yaml.h>
 
 #include "fileio.h"
+#include "macro.h"
 #include "options.h"
 #include "signals.h"
+#include "termline-http.h"
 #include "termline-config.h"
 
 #define PROG "termlined"
@@ -90,25 +92,33 @@ struct opt_def {
 	uint64_t min, max; /* KIND_U32, KIND_BYTES */
 	const char *unit;  /* "seconds": used in range errors */
 	const char *meta;  /* argument name in --help, NULL for none */
-	const char *def;   /* default as shown in --help */
+	/* The default, defined here only: set_defaults() applies it through
+	 * set_value() and --help prints it. */
+	const char *def;
 	const char *help;
+	/* def says how the default is found (e.g. "$NODE_NAME, else the host
+	 * name"): --help prints it, set_defaults() leaves the setting unset. */
+	bool def_described;
 };
 
 #define OFF(field) offsetof(struct tl_options, field)
 
 static const struct opt_def opt_defs[OPT_COUNT] = {
     [OPT_CONFIG] = {"config", KIND_CONFIG, OFF(config_path), 0, 0, NULL, "FILE", "none",
-		    "YAML file whose top-level keys are any of the settings below"},
+		    "YAML file whose top-level keys are any of the settings below", .def_described = true},
     [OPT_KUBECONFIG] = {"kubeconfig", KIND_PATH, OFF(kubeconfig), 0, 0, NULL, "FILE",
-			"in-cluster service account", "kubeconfig used to reach the API server"},
+			"in-cluster service account", "kubeconfig used to reach the API server",
+			.def_described = true},
     [OPT_NODE] = {"node", KIND_NODE, OFF(node), 0, 0, NULL, "NAME",
-		  "$NODE_NAME, else the host name", "name of the node this agent records"},
+		  "$NODE_NAME, else the host name", "name of the node this agent records",
+		  .def_described = true},
     [OPT_STATE_DIR] = {"state-dir", KIND_PATH, OFF(state_dir), 0, 0, NULL, "DIR",
 		       "/var/lib/termline", "journal and closed timelines"},
     [OPT_LISTEN] = {"listen", KIND_LISTEN, OFF(listen), 0, 0, NULL, "ADDR:PORT", "0.0.0.0:9440",
 		    "HTTP address (IPv6 as [::1]:9440; \"off\" disables)"},
     [OPT_CGROUP_ROOT] = {"cgroup-root", KIND_PATH, OFF(cgroup_root), 0, 0, NULL, "DIR",
-			 "the cgroup2 mount in /proc/self/mountinfo", "cgroup v2 hierarchy to map"},
+			 "the cgroup2 mount in /proc/self/mountinfo", "cgroup v2 hierarchy to map",
+			 .def_described = true},
     [OPT_POD_LOGS_DIR] = {"pod-logs-dir", KIND_PATH, OFF(pod_logs_dir), 0, 0, NULL, "DIR",
 			  "/var/log/pods", "kubelet's container log directory"},
     [OPT_REQUEST_ID_HEADER] = {"request-id-header", KIND_HEADER, 0, 0, 0, NULL, "NAME",
@@ -120,27 +130,28 @@ static const struct opt_def opt_defs[OPT_COUNT] = {
     [OPT_NO_API] = {"no-api", KIND_BOOL, OFF(no_api), 0, 0, NULL, NULL, "false",
 		    "record without an API server (kernel and node only)"},
     [OPT_EMIT_EVENTS] = {"emit-events", KIND_EMIT, OFF(emit_events), 0, 0, NULL, "FILE|-", "off",
-			 "write every recorded event as a JSON line (- is stdout)"},
+			 "write every recorded event as a JSON line (- is stdout)", .def_described = true},
     [OPT_RINGBUF_KIB] = {"ring-buffer-kib", KIND_U32, OFF(ringbuf_kib), 64, 1048576, "KiB", "KIB",
-			 "4096", "kernel ring buffer size, a power of two"},
+			 TL_XSTR(TL_DEFAULT_RINGBUF_KIB), "kernel ring buffer size, a power of two"},
     [OPT_SIGNALS] = {"signals", KIND_SIGNALS, OFF(signal_mask), 0, 0, NULL, "LIST",
 		     TL_SIGNALS_DEFAULT_TEXT,
 		     "signals recorded (names, comma-separated)"},
     [OPT_MAX_EVENTS] = {"max-events-per-timeline", KIND_U32, OFF(max_events_per_timeline), 1,
-			10000000, "events", "N", "20000", "events kept per timeline"},
+			10000000, "events", "N", TL_XSTR(TL_DEFAULT_MAX_EVENTS), "events kept per timeline"},
     [OPT_RETENTION_BYTES] = {"retention-bytes", KIND_BYTES, OFF(retention_bytes), 1ULL << 20,
 			     1ULL << 50, "bytes", "BYTES", "256Mi",
 			     "disk budget for closed timelines (suffixes Ki Mi Gi Ti)"},
     [OPT_RETENTION_HOURS] = {"retention-hours", KIND_U32, OFF(retention_hours), 1, 87600, "hours",
 			     "HOURS", "168", "age after which closed timelines are removed"},
     [OPT_JOURNAL_FSYNC_MS] = {"journal-fsync-ms", KIND_U32, OFF(journal_fsync_ms), 0, 60000,
-			      "milliseconds", "MS", "200",
+			      "milliseconds", "MS", TL_XSTR(TL_DEFAULT_JOURNAL_FSYNC_MS),
 			      "longest time journal writes stay unsynced"},
     [OPT_HTTP_CAPTURE] = {"http-capture", KIND_HTTP_CAPTURE, OFF(http_capture), 0, 0, NULL,
 			  "MODE", "windows",
 			  "HTTP on Pod sockets: windows (start-up, termination), always, off"},
-    [OPT_HTTP_PREFIX_BYTES] = {"http-prefix-bytes", KIND_U32, OFF(http_prefix_bytes), 64, 4096,
-			       "bytes", "BYTES", "2048", "bytes of an HTTP message head copied"},
+    [OPT_HTTP_PREFIX_BYTES] = {"http-prefix-bytes", KIND_U32, OFF(http_prefix_bytes), 64,
+			       TL_HTTP_PREFIX_MAX, "bytes", "BYTES", TL_XSTR(TL_HTTP_PREFIX_DEFAULT),
+			       "bytes of an HTTP message head copied"},
     [OPT_ACCESS_LOG_CONTAINER] = {"access-log-container", KIND_CONTAINER, OFF(access_log_container),
 				  0, 0, NULL, "NAME", "istio-proxy",
 				  "container whose log holds the proxy's access log"},
@@ -539,25 +550,24 @@ static int set_value(struct tl_options *o, const struct opt_def *d, const char *
 	return -EINVAL;
 }
 
-static int set_defaults(struct tl_options *o)
+/* Every default comes from its row of opt_defs[], parsed as a value from
+ * the file or the command line would be. */
+static int set_defaults(struct tl_options *o, char *err, size_t errlen)
 {
-	if (set_string(&o->state_dir, "/var/lib/termline") < 0 ||
-	    set_string(&o->listen, "0.0.0.0:9440") < 0 ||
-	    set_string(&o->pod_logs_dir, "/var/log/pods") < 0 ||
-	    set_string(&o->access_log_container, "istio-proxy") < 0 ||
-	    set_string(&o->request_id_headers[0], "x-request-id") < 0)
-		return -ENOMEM;
-	o->n_request_id_headers = 1;
-	o->log_level = TL_LOG_INFO;
-	o->linger_s = 30;
-	o->ringbuf_kib = 4096;
-	o->signal_mask = TL_SIGNALS_DEFAULT;
-	o->max_events_per_timeline = 20000;
-	o->retention_bytes = UINT64_C(256) << 20;
-	o->retention_hours = 168;
-	o->journal_fsync_ms = 200;
-	o->http_capture = TL_HTTP_CAPTURE_WINDOWS;
-	o->http_prefix_bytes = 2048;
+	char why[WHY_MAX];
+
+	for (int i = 0; i < OPT_COUNT; i++) {
+		const struct opt_def *d = &opt_defs[i];
+		int r;
+
+		if (!d->def || d->def_described || d->kind == KIND_CONFIG || d->kind == KIND_ACTION)
+			continue;
+		r = set_value(o, d, d->def, why);
+		if (r == -EINVAL)
+			return fail(err, errlen, PROG ": the default of --%s %s", d->name, why);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -1095,7 +1105,7 @@ int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, 
 	}
 	longopts[OPT_COUNT] = (struct option){0};
 
-	r = set_defaults(&o);
+	r = set_defaults(&o, err, errlen);
 	if (r < 0)
 		goto out;
 

@@ -8,8 +8,15 @@
 /* Every setting of termlined. Each one is a command-line flag and a key of
  * the --config YAML file (same name without the leading dashes, e.g.
  * "state-dir: /var/lib/termline"); a flag on the command line wins over the
- * file. Keys only in the file (no flag) are marked below. */
+ * file. Keys only in the file (no flag) are marked below. The defaults are
+ * defined once, in opt_defs[] (options.c), and printed by --help. */
 #define TL_MAX_HEADERS 16
+
+/* Defaults that another module also falls back to when handed 0; opt_defs[]
+ * applies them and --help prints them from these. */
+#define TL_DEFAULT_RINGBUF_KIB 4096          /* ring-buffer-kib */
+#define TL_DEFAULT_MAX_EVENTS 20000          /* max-events-per-timeline */
+#define TL_DEFAULT_JOURNAL_FSYNC_MS 200      /* journal-fsync-ms */
 
 /* --http-capture: when the syscall programs that see HTTP on the Pods'
  * sockets are attached (docs/http-capture.md). */
@@ -22,29 +29,29 @@ enum tl_http_capture_mode {
 struct tl_options {
 	char *config_path;          /* --config */
 	char *kubeconfig;           /* --kubeconfig (NULL = in-cluster) */
-	char *node;                 /* --node, default $NODE_NAME */
-	char *state_dir;            /* --state-dir, default /var/lib/termline */
-	char *listen;               /* --listen, default 0.0.0.0:9440; "" or "off" disables */
-	char *cgroup_root;          /* --cgroup-root, default: cgroup2 mount from mountinfo */
-	char *pod_logs_dir;         /* --pod-logs-dir, default /var/log/pods */
-	char *request_id_headers[TL_MAX_HEADERS]; /* --request-id-header (repeatable), default x-request-id */
+	char *node;                 /* --node */
+	char *state_dir;            /* --state-dir */
+	char *listen;               /* --listen; "" or "off" disables */
+	char *cgroup_root;          /* --cgroup-root */
+	char *pod_logs_dir;         /* --pod-logs-dir */
+	char *request_id_headers[TL_MAX_HEADERS]; /* --request-id-header (repeatable) */
 	int n_request_id_headers;
 	enum tl_log_level log_level; /* --log-level */
-	uint32_t linger_s;          /* --linger, default 30 */
+	uint32_t linger_s;          /* --linger */
 	bool no_api;                /* --no-api */
 	char *emit_events;          /* --emit-events FILE|- (NULL = off) */
-	enum tl_http_capture_mode http_capture; /* --http-capture, default windows */
-	char *access_log_container; /* --access-log-container, default istio-proxy */
+	enum tl_http_capture_mode http_capture; /* --http-capture */
+	char *access_log_container; /* --access-log-container */
 
 	/* file-only keys (also accepted as flags of the same name) */
-	uint32_t ringbuf_kib;       /* ring-buffer-kib, default 4096 */
-	uint64_t signal_mask;       /* signals: list of names, default TL_SIGNALS_DEFAULT (signals.h);
+	uint32_t ringbuf_kib;       /* ring-buffer-kib */
+	uint64_t signal_mask;       /* signals: list of names;
 				     * bit (signo - 1), the BPF filter's layout */
-	uint32_t max_events_per_timeline; /* max-events-per-timeline, default 20000 */
-	uint64_t retention_bytes;   /* retention-bytes, default 256 MiB */
-	uint32_t retention_hours;   /* retention-hours, default 168 */
-	uint32_t journal_fsync_ms;  /* journal-fsync-ms, default 200 */
-	uint32_t http_prefix_bytes; /* http-prefix-bytes, default 2048: bytes of a message head copied */
+	uint32_t max_events_per_timeline; /* max-events-per-timeline */
+	uint64_t retention_bytes;   /* retention-bytes */
+	uint32_t retention_hours;   /* retention-hours */
+	uint32_t journal_fsync_ms;  /* journal-fsync-ms */
+	uint32_t http_prefix_bytes; /* http-prefix-bytes: bytes of a message head copied */
 
 	/* derived */
 	char config_digest[72];     /* "sha256:<hex>" of the effective settings */

@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "termline-events.h"
 #include "signals.h"
+#include "options.h"
 #include "process.skel.h"
 #include "net.skel.h"
 #include "macro.h"
@@ -28,7 +29,7 @@ _Static_assert(TL_SIGNAL_BIT(SIGTERM) == TL_SIG_BIT(SIGTERM) && TL_SIGNAL_BIT(64
 
 #define DRAIN_INTERVAL_MS 10
 #define METRICS_INTERVAL_MS 1000
-#define RINGBUF_DEFAULT (4u << 20)
+#define RINGBUF_DEFAULT (TL_DEFAULT_RINGBUF_KIB * 1024u)
 #define RINGBUF_MAX (1u << 30)
 #define TRACEFS "/sys/kernel/tracing"
 #define DEBUGFS_TRACING "/sys/kernel/debug/tracing"

@@ -13,7 +13,7 @@
 struct tl_bpf;
 
 struct tl_bpf_config {
-	uint32_t ringbuf_bytes;        /* rounded up to a power of two, >= 4096; 0 = 4 MiB */
+	uint32_t ringbuf_bytes;        /* rounded up to a power of two, >= 4096; 0 = TL_DEFAULT_RINGBUF_KIB */
 	uint64_t signal_mask;          /* bit (signo - 1); 0 = TL_SIGNALS_DEFAULT (signals.h) */
 	bool resets_without_socket;    /* also emit socket-less resets of non-pod addresses */
 	bool force_classic;            /* classic tracepoints even where tp_btf works (tests) */
