@@ -26,6 +26,7 @@
 #include <openssl/evp.h>
 #include <yaml.h>
 
+#include "errmsg.h"
 #include "fileio.h"
 #include "macro.h"
 #include "options.h"
@@ -179,20 +180,6 @@ struct origin {
 	unsigned long line;
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 /* Values and file names are echoed in errors: keep them on one line and
  * within the buffer (len >= 4), cut with "..." when longer. */
 static void quote(char *buf, size_t len, const char *s)
@@ -214,8 +201,8 @@ static int fail_at(char *err, size_t errlen, const struct origin *at, const char
 		   const char *why)
 {
 	if (!at->file)
-		return fail(err, errlen, PROG ": --%s: %s", key, why);
-	return fail(err, errlen, "config %s:%lu: %s: %s", at->file, at->line, key, why);
+		return tl_err(err, errlen, PROG ": --%s: %s", key, why);
+	return tl_err(err, errlen, "config %s:%lu: %s: %s", at->file, at->line, key, why);
 }
 
 static int why_value(char *why, const char *val, const char *what)
@@ -564,7 +551,7 @@ static int set_defaults(struct tl_options *o, char *err, size_t errlen)
 			continue;
 		r = set_value(o, d, d->def, why);
 		if (r == -EINVAL)
-			return fail(err, errlen, PROG ": the default of --%s %s", d->name, why);
+			return tl_err(err, errlen, PROG ": the default of --%s %s", d->name, why);
 		if (r < 0)
 			return r;
 	}
@@ -582,7 +569,7 @@ static int default_node(struct tl_options *o, char *err, size_t errlen)
 	if (env && env[0]) {
 		if (!node_name_valid(env)) {
 			quote(q, sizeof(q), env);
-			return fail(err, errlen,
+			return tl_err(err, errlen,
 				    PROG ": $NODE_NAME: '%s' is not a node name "
 					 "(lower-case DNS subdomain)",
 				    q);
@@ -667,10 +654,10 @@ static int unknown_key(struct file_state *fs, unsigned long line, const char *ke
 	}
 	quote(q, sizeof(q), key);
 	if (best)
-		return fail(fs->err, fs->errlen,
+		return tl_err(fs->err, fs->errlen,
 			    "config %s:%lu: unknown key '%s' (did you mean '%s'?)", fs->path, line,
 			    q, best);
-	return fail(fs->err, fs->errlen, "config %s:%lu: unknown key '%s'", fs->path, line, q);
+	return tl_err(fs->err, fs->errlen, "config %s:%lu: unknown key '%s'", fs->path, line, q);
 }
 
 static unsigned long line_of(const yaml_event_t *ev)
@@ -699,12 +686,12 @@ static int next_event(yaml_parser_t *p, yaml_event_t *ev, struct file_state *fs)
 	/* An unclosed quote or bracket is reported where the input ends; the
 	 * context names where it was opened, which is what needs fixing. */
 	if (p->context && ctx_line != line)
-		return fail(fs->err, fs->errlen,
+		return tl_err(fs->err, fs->errlen,
 			    "config %s:%lu: malformed YAML: %s %s started on "
 			    "line %lu",
 			    fs->path, line, p->problem ? p->problem : "parse error", p->context,
 			    ctx_line);
-	return fail(fs->err, fs->errlen, "config %s:%lu: malformed YAML: %s%s%s", fs->path, line,
+	return tl_err(fs->err, fs->errlen, "config %s:%lu: malformed YAML: %s%s%s", fs->path, line,
 		    p->problem ? p->problem : "parse error", p->context ? " " : "",
 		    p->context ? p->context : "");
 }
@@ -800,11 +787,11 @@ static int read_file(const char *open_path, const char *path, char **ret, size_t
 	int r = tl_read_file(open_path, CONFIG_MAX_BYTES, ret, ret_len);
 
 	if (r == -EFBIG)
-		return fail(err, errlen, "config %s: larger than %d KiB", path, CONFIG_MAX_BYTES / 1024);
+		return tl_err(err, errlen, "config %s: larger than %d KiB", path, CONFIG_MAX_BYTES / 1024);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
-		return fail(err, errlen, "config %s: cannot read: %s", path, strerror(-r));
+		return tl_err(err, errlen, "config %s: cannot read: %s", path, strerror(-r));
 	return 0;
 }
 
@@ -842,7 +829,7 @@ static int parse_config(struct file_state *fs)
 			break;
 		case YAML_DOCUMENT_START_EVENT:
 			if (++docs > 1)
-				r = fail(fs->err, fs->errlen,
+				r = tl_err(fs->err, fs->errlen,
 					 "config %s:%lu: only one YAML document "
 					 "is allowed",
 					 fs->path, line_of(&ev));
@@ -850,7 +837,7 @@ static int parse_config(struct file_state *fs)
 		case YAML_SCALAR_EVENT:
 			/* A document that is empty or only "~" sets nothing. */
 			if (!scalar_is_null(&ev))
-				r = fail(fs->err, fs->errlen,
+				r = tl_err(fs->err, fs->errlen,
 					 "config %s:%lu: the top level must be a "
 					 "mapping of settings",
 					 fs->path, line_of(&ev));
@@ -867,7 +854,7 @@ static int parse_config(struct file_state *fs)
 					break;
 				}
 				if (kev.type != YAML_SCALAR_EVENT)
-					r = fail(fs->err, fs->errlen,
+					r = tl_err(fs->err, fs->errlen,
 						 "config %s:%lu: keys must be "
 						 "setting names",
 						 fs->path, line_of(&kev));
@@ -879,7 +866,7 @@ static int parse_config(struct file_state *fs)
 			}
 			break;
 		default:
-			r = fail(fs->err, fs->errlen,
+			r = tl_err(fs->err, fs->errlen,
 				 "config %s:%lu: the top level must be a "
 				 "mapping of settings",
 				 fs->path, line_of(&ev));
@@ -1123,23 +1110,23 @@ int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, 
 
 			quote(q, sizeof(q), optind > 0 && optind <= argc ? argv[optind - 1] : "?");
 			if (optopt >= 0x100 && optopt < 0x100 + OPT_COUNT)
-				r = fail(err, errlen, PROG ": --%s takes no value",
+				r = tl_err(err, errlen, PROG ": --%s takes no value",
 					 opt_defs[optopt - 0x100].name);
 			else
-				r = fail(err, errlen, PROG ": unknown option '%s' (see --help)", q);
+				r = tl_err(err, errlen, PROG ": unknown option '%s' (see --help)", q);
 			goto out;
 		}
 		if (c == ':') {
 			if (optopt >= 0x100 && optopt < 0x100 + OPT_COUNT)
-				r = fail(err, errlen, PROG ": --%s needs a value",
+				r = tl_err(err, errlen, PROG ": --%s needs a value",
 					 opt_defs[optopt - 0x100].name);
 			else
-				r = fail(err, errlen, PROG ": an option needs a value");
+				r = tl_err(err, errlen, PROG ": an option needs a value");
 			goto out;
 		}
 		id = c - 0x100;
 		if (id < 0 || id >= OPT_COUNT) {
-			r = fail(err, errlen, PROG ": unknown option (see --help)");
+			r = tl_err(err, errlen, PROG ": unknown option (see --help)");
 			goto out;
 		}
 		d = &opt_defs[id];
@@ -1155,7 +1142,7 @@ int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, 
 		}
 		if (id == OPT_CONFIG) {
 			if (optarg[0] == '\0') {
-				r = fail(err, errlen, PROG ": --config: the file name is empty");
+				r = tl_err(err, errlen, PROG ": --config: the file name is empty");
 				goto out;
 			}
 			r = set_string(&o.config_path, optarg);
@@ -1184,7 +1171,7 @@ int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, 
 		char q[80];
 
 		quote(q, sizeof(q), argv[optind]);
-		r = fail(err, errlen, PROG ": unexpected argument '%s' (see --help)", q);
+		r = tl_err(err, errlen, PROG ": unexpected argument '%s' (see --help)", q);
 		goto out;
 	}
 
@@ -1216,9 +1203,9 @@ int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, 
 	return 0;
 out:
 	if (r == -ENOMEM)
-		fail(err, errlen, PROG ": out of memory");
+		tl_err(err, errlen, PROG ": out of memory");
 	else if (r == -EIO)
-		fail(err, errlen, PROG ": cannot compute the config digest");
+		tl_err(err, errlen, PROG ": cannot compute the config digest");
 	tl_options_free(&o);
 	return r;
 }

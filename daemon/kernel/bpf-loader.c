@@ -16,6 +16,7 @@
 #include "bpf-loader.h"
 #include "decode.h"
 #include "clock.h"
+#include "errmsg.h"
 #include "metrics.h"
 #include "termline-events.h"
 #include "signals.h"
@@ -97,19 +98,6 @@ static int capture_print(enum libbpf_print_level level, const char *fmt, va_list
 	n = strcspn(p, "\n");
 	snprintf(capture_buf, capture_len, "%.*s", (int)n, p);
 	return 0;
-}
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
 }
 
 /* CapEff from /proc/self/status; 0 when unreadable. */
@@ -210,7 +198,7 @@ static int open_load_attach(struct tl_bpf *b, const struct tl_bpf_config *cfg,
 	b->net = termline_net__open();
 	if (!b->proc || !b->net) {
 		r = -errno ?: -ENOMEM;
-		set_err(err, errlen, "cannot open BPF objects: %s", strerror(-r));
+		tl_err(err, errlen, "cannot open BPF objects: %s", strerror(-r));
 		return r;
 	}
 	b->proc->rodata->signal_mask = cfg->signal_mask ?: TL_SIGNALS_DEFAULT;
@@ -218,13 +206,13 @@ static int open_load_attach(struct tl_bpf *b, const struct tl_bpf_config *cfg,
 	b->net->rodata->resets_without_socket = cfg->resets_without_socket;
 	r = bpf_map__set_max_entries(b->proc->maps.events, ring_size(cfg->ringbuf_bytes));
 	if (r < 0) {
-		set_err(err, errlen, "cannot size the ring buffer: %s", strerror(-r));
+		tl_err(err, errlen, "cannot size the ring buffer: %s", strerror(-r));
 		return r;
 	}
 	for (i = 0; i < N_HOOKS; i++) {
 		r = set_variant(b, &hooks[i], classic[i]);
 		if (r < 0) {
-			set_err(err, errlen, "BPF program for %s missing: %s", hooks[i].name,
+			tl_err(err, errlen, "BPF program for %s missing: %s", hooks[i].name,
 				strerror(-r));
 			return r;
 		}
@@ -233,7 +221,7 @@ static int open_load_attach(struct tl_bpf *b, const struct tl_bpf_config *cfg,
 	/* Only the classic signal_generate needs the pid -> cgroup map fed. */
 	fork_prog = bpf_object__find_program_by_name(b->proc->obj, "sched_process_fork_tp");
 	if (!fork_prog) {
-		set_err(err, errlen, "BPF program sched_process_fork_tp missing");
+		tl_err(err, errlen, "BPF program sched_process_fork_tp missing");
 		return -ENOENT;
 	}
 	r = bpf_program__set_autoload(fork_prog, classic[0]);
@@ -242,7 +230,7 @@ static int open_load_attach(struct tl_bpf *b, const struct tl_bpf_config *cfg,
 	if (any_classic) {
 		r = ensure_tracefs();
 		if (r < 0) {
-			set_err(err, errlen, "classic tracepoints need tracefs, mounting %s failed: %s",
+			tl_err(err, errlen, "classic tracepoints need tracefs, mounting %s failed: %s",
 				TRACEFS, strerror(-r));
 			return r;
 		}
@@ -264,7 +252,7 @@ static int open_load_attach(struct tl_bpf *b, const struct tl_bpf_config *cfg,
 		r = bpf_map__reuse_fd(b->net->maps.drops, bpf_map__fd(b->proc->maps.drops));
 	if (r < 0) {
 		capture_buf = NULL;
-		set_err(err, errlen, "cannot share BPF maps: %s", strerror(-r));
+		tl_err(err, errlen, "cannot share BPF maps: %s", strerror(-r));
 		return r;
 	}
 	r = termline_net__load(b->net);
@@ -278,7 +266,7 @@ static int open_load_attach(struct tl_bpf *b, const struct tl_bpf_config *cfg,
 
 		snprintf(captured, sizeof(captured), "%s", err && errlen ? err : "");
 		capture_buf = NULL;
-		set_err(err, errlen, "cannot attach BPF programs: %s%s%s", strerror(-r),
+		tl_err(err, errlen, "cannot attach BPF programs: %s%s%s", strerror(-r),
 			captured[0] ? ": " : "", captured);
 		return r;
 	}
@@ -293,7 +281,7 @@ load_failed:
 		/* EACCES is the verifier's refusal; EPERM is missing privilege
 		 * (or a memlock limit on kernels before memcg accounting). */
 		snprintf(captured, sizeof(captured), "%s", err && errlen ? err : "");
-		set_err(err, errlen, "BPF load failed: %s%s", captured[0] ? captured : strerror(-r),
+		tl_err(err, errlen, "BPF load failed: %s%s", captured[0] ? captured : strerror(-r),
 			r == -EPERM ? " (needs root or CAP_BPF and CAP_PERFMON)" : "");
 	}
 	return r;
@@ -322,13 +310,13 @@ int tl_bpf_new(const struct tl_bpf_config *cfg, struct tl_bpf **ret, char *err, 
 	if (!cfg)
 		cfg = &defaults;
 	if (!may_load_bpf()) {
-		set_err(err, errlen, "loading BPF programs needs root or CAP_BPF and CAP_PERFMON");
+		tl_err(err, errlen, "loading BPF programs needs root or CAP_BPF and CAP_PERFMON");
 		return -EPERM;
 	}
 	vmlinux = btf__load_vmlinux_btf();
 	if (!vmlinux) {
 		r = -errno ?: -ENOENT;
-		set_err(err, errlen, "no kernel BTF (%s: %s): the kernel needs "
+		tl_err(err, errlen, "no kernel BTF (%s: %s): the kernel needs "
 			"CONFIG_DEBUG_INFO_BTF", VMLINUX_BTF, strerror(-r));
 		return r;
 	}
@@ -338,20 +326,20 @@ int tl_bpf_new(const struct tl_bpf_config *cfg, struct tl_bpf **ret, char *err, 
 
 	b = calloc(1, sizeof(*b));
 	if (!b) {
-		set_err(err, errlen, "out of memory");
+		tl_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	b->rb_fd = -1;
 	b->ncpus = libbpf_num_possible_cpus();
 	if (b->ncpus <= 0) {
 		r = b->ncpus < 0 ? b->ncpus : -EINVAL;
-		set_err(err, errlen, "cannot count possible CPUs: %s", strerror(-r));
+		tl_err(err, errlen, "cannot count possible CPUs: %s", strerror(-r));
 		goto fail;
 	}
 	b->percpu = calloc(b->ncpus, sizeof(uint64_t));
 	if (!b->percpu) {
 		r = -ENOMEM;
-		set_err(err, errlen, "out of memory");
+		tl_err(err, errlen, "out of memory");
 		goto fail;
 	}
 
@@ -388,7 +376,7 @@ int tl_bpf_new(const struct tl_bpf_config *cfg, struct tl_bpf **ret, char *err, 
 	b->rb = ring_buffer__new(bpf_map__fd(b->proc->maps.events), handle_record, b, NULL);
 	if (!b->rb) {
 		r = -errno ?: -ENOMEM;
-		set_err(err, errlen, "cannot set up the ring buffer: %s", strerror(-r));
+		tl_err(err, errlen, "cannot set up the ring buffer: %s", strerror(-r));
 		goto fail;
 	}
 	tl_metric_describe(DROPPED_METRIC, TL_METRIC_COUNTER,

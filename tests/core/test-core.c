@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "errmsg.h"
 #include "event.h"
 #include "loop.h"
 #include "metrics.h"
 #include "macro.h"
+#include "signals.h"
 #include "../check-run.h"
 
 /* ---- clock ---- */
@@ -248,6 +250,66 @@ START_TEST(metrics_render)
 }
 END_TEST
 
+START_TEST(signal_names_by_constant)
+{
+	char buf[32];
+	int no = 0;
+
+	ck_assert_str_eq(tl_signal_name(SIGTERM, buf, sizeof(buf)), "SIGTERM");
+	/* Aliases are read, never written: 6 is SIGABRT, SIGIO is not SIGPOLL. */
+	ck_assert_str_eq(tl_signal_name(SIGIOT, buf, sizeof(buf)), "SIGABRT");
+	ck_assert_str_eq(tl_signal_name(SIGPOLL, buf, sizeof(buf)), "SIGIO");
+	ck_assert_str_eq(tl_signal_name(35, buf, sizeof(buf)), "SIGRTMIN+3");
+	ck_assert_ptr_null(tl_signal_name(35, NULL, 0));
+	ck_assert_ptr_null(tl_signal_name(0, buf, sizeof(buf)));
+	ck_assert_ptr_null(tl_signal_name(65, buf, sizeof(buf)));
+
+	ck_assert_int_eq(tl_signal_lookup("usr1", 4, &no), 0);
+	ck_assert_int_eq(no, SIGUSR1);
+	ck_assert_int_eq(tl_signal_lookup("SigTerm,KILL", 7, &no), 0);
+	ck_assert_int_eq(no, SIGTERM);
+	ck_assert_int_eq(tl_signal_lookup("IOT", 3, &no), 0);
+	ck_assert_int_eq(no, SIGABRT);
+	ck_assert_int_eq(tl_signal_lookup("SIG", 3, &no), -EINVAL);
+	ck_assert_int_eq(tl_signal_lookup("TERMX", 5, &no), -EINVAL);
+	ck_assert_int_eq(tl_signal_lookup("RTMIN", 5, &no), -EINVAL);
+}
+END_TEST
+
+/* The default set's text (--help) names exactly the default mask. */
+START_TEST(signal_default_text_is_the_mask)
+{
+	const char *p = TL_SIGNALS_DEFAULT_TEXT;
+	uint64_t mask = 0;
+
+	ck_assert_str_eq(p, "TERM,KILL,INT,QUIT,HUP,USR1,USR2");
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		int no;
+
+		ck_assert_int_eq(tl_signal_lookup(p, n, &no), 0);
+		mask |= TL_SIGNAL_BIT(no);
+		p += n + (p[n] == ',');
+	}
+	ck_assert_uint_eq(mask, TL_SIGNALS_DEFAULT);
+	ck_assert(TL_SIGNALS_DEFAULT & TL_SIGNAL_BIT(SIGTERM));
+	ck_assert(!(TL_SIGNALS_DEFAULT & TL_SIGNAL_BIT(SIGCHLD)));
+}
+END_TEST
+
+START_TEST(err_line)
+{
+	char err[8];
+
+	ck_assert_int_eq(tl_err(NULL, 64, "x %d", 1), -EINVAL);
+	memset(err, 'z', sizeof(err));
+	ck_assert_int_eq(tl_err(err, 0, "x %d", 1), -EINVAL);
+	ck_assert_int_eq(err[0], 'z');
+	ck_assert_int_eq(tl_err(err, sizeof(err), "bad %s", "value"), -EINVAL);
+	ck_assert_str_eq(err, "bad val"); /* cut to the buffer, terminated */
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -268,6 +330,13 @@ static Suite *core_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("metrics");
 	tcase_add_test(tc, metrics_render);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("signals");
+	tcase_add_test(tc, signal_names_by_constant);
+	tcase_add_test(tc, signal_default_text_is_the_mask);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("errmsg");
+	tcase_add_test(tc, err_line);
 	suite_add_tcase(s, tc);
 	return s;
 }
