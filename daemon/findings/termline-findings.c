@@ -3,7 +3,7 @@
  * the agent with empty "findings"), computes its findings with the rules of
  * docs/findings.md, writes the document with them to DIR/FILE atomically
  * (temp file, fsync, rename, fsync DIR), removes IN, and prints the number
- * of findings on stdout.
+ * of findings and of failed requests on stdout ("N F").
  *
  * The agent runs this as a child so that neither parsing a 20k-event
  * document with json-c (~0.2 s) nor the syncs and the rename stall its
@@ -76,7 +76,8 @@ int main(int argc, char **argv)
 	struct json_object *doc = NULL, *findings;
 	const char *out;
 	char *text = NULL;
-	size_t len = 0, n = 0;
+	struct tl_model m;
+	size_t len = 0, n = 0, failed = 0;
 	int r;
 
 	if (argc != 4) {
@@ -105,6 +106,12 @@ int main(int argc, char **argv)
 	}
 	if (json_object_object_get_ex(doc, "findings", &findings))
 		n = json_object_array_length(findings);
+	/* failed requests as kubectl-termline counts them: a request seen
+	 * twice (socket and log) once */
+	if (tl_model_build(doc, &m) == 0)
+		for (size_t i = 0; i < m.n_req; i++)
+			failed += m.reqs[i].failed && !m.reqs[i].dup;
+	tl_model_done(&m);
 	out = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (!out) {
 		r = -ENOMEM;
@@ -118,7 +125,7 @@ int main(int argc, char **argv)
 	/* The document is in place: the input is no longer needed. */
 	if (unlink(argv[1]) < 0 && errno != ENOENT)
 		fprintf(stderr, "termline-findings: %s: %s\n", argv[1], strerror(errno));
-	if (printf("%zu\n", n) < 0 || fflush(stdout) != 0)
+	if (printf("%zu %zu\n", n, failed) < 0 || fflush(stdout) != 0)
 		r = -EIO;
 out:
 	json_tokener_free(tok);

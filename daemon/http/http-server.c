@@ -262,6 +262,33 @@ static enum MHD_Result serve_timeline(struct tl_http *h, struct MHD_Connection *
 	return ret;
 }
 
+/* The query of GET /v1/timelines (docs/http-api.md): names as in
+ * Kubernetes, times in RFC 3339. -EINVAL on anything else. */
+static int list_filter(struct MHD_Connection *conn, struct tl_list_filter *f)
+{
+	static const char *const names[] = { "namespace", "ownerKind", "ownerName" };
+	const char **dst[] = { &f->ns, &f->owner_kind, &f->owner_name };
+	const char *since = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "since");
+	const char *until = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "until");
+	const char *detail = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "detail");
+
+	memset(f, 0, sizeof(*f));
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, names[i]);
+
+		if (v && !tl_export_name_ok(v))
+			return -EINVAL;
+		*dst[i] = v;
+	}
+	if ((since && tl_time_parse(since, &f->since_ns) < 0) ||
+	    (until && tl_time_parse(until, &f->until_ns) < 0))
+		return -EINVAL;
+	if (detail && strcmp(detail, "true") != 0 && strcmp(detail, "false") != 0)
+		return -EINVAL;
+	f->detail = detail && strcmp(detail, "true") == 0;
+	return 0;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version _unused_,
 			      const char *upload_data _unused_, size_t *upload_data_size _unused_,
@@ -287,10 +314,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	if (strcmp(url, "/metrics") == 0)
 		return serve_metrics(conn);
 	if (strcmp(url, PREFIX) == 0) {
+		struct tl_list_filter f;
 		struct json_object *list;
 		enum MHD_Result r;
 
-		if (tl_timelines_list(h->t, &list) < 0)
+		if (list_filter(conn, &f) < 0)
+			return respond_error(conn, MHD_HTTP_BAD_REQUEST,
+					     "bad namespace, ownerKind, ownerName, since, until or detail");
+		if (tl_timelines_list_filtered(h->t, &f, &list) < 0)
 			return respond_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 		r = respond_json(conn, list);
 		json_object_put(list);

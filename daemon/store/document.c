@@ -182,7 +182,7 @@ static struct json_object *build_containers(const struct tl_state *s)
 	return arr;
 }
 
-static bool state_complete(const struct tl_state *s)
+bool state_complete(const struct tl_state *s)
 {
 	const struct loss *l = &s->loss;
 

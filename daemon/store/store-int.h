@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 /* The store's inside, shared by its files: timeline.c (index, admission,
- * journal records, replay, closing, queries) and document.c (the document
- * and its findings). docs/journal-format.md describes what is kept. */
+ * journal records, replay, closing, queries) and document.c (the document;
+ * its findings are written by termline-findings). docs/journal-format.md describes what is kept. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <json-c/json.h>
@@ -121,5 +121,7 @@ struct doc_cursor {
 /* Appends the document from cur on to out until out holds chunk bytes or
  * more (0: all of it). Returns 1 while more remains, 0 when done, or a
  * negative errno. */
+/* No loss of any kind: the document's "complete". */
+bool state_complete(const struct tl_state *s);
 int document_write(const struct tl_state *s, const struct recorder_info *rec,
 		   struct doc_cursor *cur, struct tl_buf *out, size_t chunk);

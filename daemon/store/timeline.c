@@ -29,6 +29,7 @@
 #include "clock.h"
 #include "export-json.h"
 #include "fileio.h"
+#include "findings.h"
 #include "journal.h"
 #include "log.h"
 #include "metrics.h"
@@ -96,6 +97,7 @@ struct writer {
 	char dir[PATH_MAX];
 	uint64_t bytes;
 	size_t findings;
+	int64_t failed; /* failed requests the helper counted, -1 */
 	char *ns, *name, *path;
 	/* termline-findings, run on the written temp file: -1 when none. */
 	pid_t pid;
@@ -116,6 +118,7 @@ struct timeline {
 	struct loss loss_journaled;
 	bool deleted;
 	int64_t deleted_ns;
+	int64_t deletion_ns; /* first pod.deletion_requested kept, 0 = none */
 	/* Termination began (deletion requested, or a SIGTERM/SIGKILL seen):
 	 * from entry n_at_termination on, the event budget starts afresh. */
 	bool terminating;
@@ -134,6 +137,14 @@ struct timeline {
 	struct writer *writer; /* non-NULL while closing */
 };
 
+/* What a list entry says of a timeline besides its name (docs/http-api.md). */
+struct summary {
+	const char *owner_kind, *owner_name; /* NULL: unknown */
+	int64_t deletion_ns;                 /* 0: none */
+	bool complete;
+	int64_t failed; /* failed requests; -1: not known (open, or no helper) */
+};
+
 struct closed {
 	char *ns, *name;
 	char uid[TL_UID_MAX];
@@ -141,6 +152,9 @@ struct closed {
 	uint64_t bytes;
 	int64_t mtime_ns, started_ns;
 	size_t events, findings;
+	char *owner_kind, *owner_name;
+	int64_t deletion_ns, failed;
+	bool complete;
 };
 
 struct tl_timelines {
@@ -743,6 +757,9 @@ static int timeline_admit(struct timeline *tl, const struct tl_event *ev, const 
 		if (r < 0)
 			return r;
 		r = 1;
+		if (ev->kind == TL_KIND_POD_DELETION_REQUESTED &&
+		    (!tl->deletion_ns || ev->time_ns < tl->deletion_ns))
+			tl->deletion_ns = ev->time_ns;
 	} else if (keep_lifecycle) {
 		tl->s.loss.dropped++;
 		r = 0;
@@ -974,11 +991,13 @@ static void closed_clear(struct closed *c)
 	free(c->ns);
 	free(c->name);
 	free(c->path);
+	free(c->owner_kind);
+	free(c->owner_name);
 }
 
 static int closed_add(struct tl_timelines *t, const char *ns, const char *name, const char *uid,
 		      const char *path, uint64_t bytes, int64_t mtime_ns, int64_t started_ns,
-		      size_t events, size_t findings)
+		      size_t events, size_t findings, const struct summary *sm)
 {
 	struct closed *c;
 
@@ -996,7 +1015,10 @@ static int closed_add(struct tl_timelines *t, const char *ns, const char *name, 
 	c->ns = ns ? strdup(ns) : NULL;
 	c->name = name ? strdup(name) : NULL;
 	c->path = strdup(path);
-	if ((ns && !c->ns) || (name && !c->name) || !c->path) {
+	c->owner_kind = sm->owner_kind ? strdup(sm->owner_kind) : NULL;
+	c->owner_name = sm->owner_name ? strdup(sm->owner_name) : NULL;
+	if ((ns && !c->ns) || (name && !c->name) || !c->path || (sm->owner_kind && !c->owner_kind) ||
+	    (sm->owner_name && !c->owner_name)) {
 		closed_clear(c);
 		return -ENOMEM;
 	}
@@ -1006,6 +1028,9 @@ static int closed_add(struct tl_timelines *t, const char *ns, const char *name, 
 	c->started_ns = started_ns;
 	c->events = events;
 	c->findings = findings;
+	c->deletion_ns = sm->deletion_ns;
+	c->failed = sm->failed;
+	c->complete = sm->complete;
 	t->n_closed++;
 	t->closed_bytes += bytes;
 	return 0;
@@ -1077,6 +1102,22 @@ int tl_timelines_retention_run(struct tl_timelines *t)
 	return r;
 }
 
+/* Failed requests of a document as kubectl-termline counts them: a request
+ * seen twice (socket and log) once. */
+static int64_t doc_failed_requests(struct json_object *doc)
+{
+	struct tl_model m;
+	int64_t n = -1;
+
+	if (tl_model_build(doc, &m) == 0) {
+		n = 0;
+		for (size_t i = 0; i < m.n_req; i++)
+			n += m.reqs[i].failed && !m.reqs[i].dup;
+	}
+	tl_model_done(&m);
+	return n;
+}
+
 static size_t array_len(struct json_object *o, const char *key)
 {
 	struct json_object *v;
@@ -1098,7 +1139,8 @@ static const char *obj_str(struct json_object *o, const char *key)
 static void scan_closed_file(struct tl_timelines *t, const char *dir, const char *file)
 {
 	char path[PATH_MAX];
-	struct json_object *doc, *pod = NULL, *events, *first;
+	struct json_object *doc, *pod = NULL, *events, *first, *owner = NULL, *v;
+	struct summary sm = { .failed = -1 };
 	struct stat st;
 	int64_t started = 0;
 
@@ -1120,12 +1162,29 @@ static void scan_closed_file(struct tl_timelines *t, const char *dir, const char
 		first = json_object_array_get_idx(events, 0);
 		if (tl_time_parse(obj_str(first, "time"), &started) < 0)
 			started = 0;
+		for (size_t i = 0; i < json_object_array_length(events); i++) {
+			struct json_object *e = json_object_array_get_idx(events, i);
+			const char *type = obj_str(e, "type");
+
+			if (type && strcmp(type, "pod.deletion_requested") == 0 &&
+			    tl_time_parse(obj_str(e, "time"), &sm.deletion_ns) == 0)
+				break;
+			sm.deletion_ns = 0;
+		}
+		sm.failed = doc_failed_requests(doc);
 	}
+	if (pod && json_object_object_get_ex(pod, "owner", &owner) &&
+	    json_object_is_type(owner, json_type_object)) {
+		sm.owner_kind = obj_str(owner, "kind");
+		sm.owner_name = obj_str(owner, "name");
+	}
+	sm.complete = doc && json_object_object_get_ex(doc, "complete", &v) &&
+		      json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
 	/* Unreadable documents still count against retention. */
 	closed_add(t, pod ? obj_str(pod, "namespace") : NULL, pod ? obj_str(pod, "name") : NULL,
 		   pod ? obj_str(pod, "uid") : NULL, path, (uint64_t)st.st_size,
 		   (int64_t)st.st_mtim.tv_sec * NS_PER_S + st.st_mtim.tv_nsec, started,
-		   doc ? array_len(doc, "events") : 0, doc ? array_len(doc, "findings") : 0);
+		   doc ? array_len(doc, "events") : 0, doc ? array_len(doc, "findings") : 0, &sm);
 	json_object_put(doc);
 }
 
@@ -1171,6 +1230,24 @@ static int64_t timeline_started(const struct timeline *tl)
 static const char *meta_str(const struct timeline *tl, const char *key)
 {
 	return state_meta_str(&tl->s, key);
+}
+
+/* Owner and deletion of tl; complete and failed are the caller's. */
+static void timeline_summary(const struct timeline *tl, struct summary *sm)
+{
+	struct json_object *pod, *owner, *v;
+
+	memset(sm, 0, sizeof(*sm));
+	sm->failed = -1;
+	sm->deletion_ns = tl->deletion_ns;
+	if (tl->s.meta && json_object_object_get_ex(tl->s.meta, "pod", &pod) &&
+	    json_object_object_get_ex(pod, "owner", &owner) &&
+	    json_object_is_type(owner, json_type_object)) {
+		if (json_object_object_get_ex(owner, "kind", &v) && json_object_is_type(v, json_type_string))
+			sm->owner_kind = json_object_get_string(v);
+		if (json_object_object_get_ex(owner, "name", &v) && json_object_is_type(v, json_type_string))
+			sm->owner_name = json_object_get_string(v);
+	}
 }
 
 /* DIR (STATE/timelines/NS), FILE and DIR/FILE of tl's document. */
@@ -1450,7 +1527,7 @@ static int helper_poll(struct timeline *tl)
 	siginfo_t si;
 	char out[32];
 	ssize_t n = -1;
-	unsigned long long count = 0;
+	unsigned long long count = 0, failed = 0;
 	struct stat st;
 	bool ok;
 
@@ -1480,7 +1557,17 @@ static int helper_poll(struct timeline *tl)
 		out[n] = '\0';
 		errno = 0;
 		count = strtoull(out, &end, 10);
-		ok = errno == 0 && end != out && (*end == '\n' || *end == '\0');
+		ok = errno == 0 && end != out;
+		/* then the failed requests it counted */
+		if (ok && *end == ' ') {
+			char *p = end + 1;
+
+			failed = strtoull(p, &end, 10);
+			ok = errno == 0 && end != p;
+			if (ok)
+				w->failed = (int64_t)failed;
+		}
+		ok = ok && (*end == '\n' || *end == '\0');
 	}
 	if (ok && stat(w->path, &st) == 0) {
 		close(w->fd);
@@ -1600,9 +1687,15 @@ static void writer_finish(struct timeline *tl, int err)
 	struct writer *w = tl->writer;
 	int r = -err;
 
-	if (r == 0)
+	if (r == 0) {
+		struct summary sm;
+
+		timeline_summary(tl, &sm);
+		sm.complete = state_complete(&w->snap);
+		sm.failed = w->failed;
 		r = closed_add(t, w->ns, w->name, tl->s.uid, w->path, w->bytes, tl_now_real_ns(),
-			       timeline_started(tl), w->snap.n, w->findings);
+			       timeline_started(tl), w->snap.n, w->findings, &sm);
+	}
 	if (r == 0) {
 		tl_metric_add(M_LATE, NULL, w->late);
 		close_done(tl);
@@ -1652,6 +1745,7 @@ static int writer_start(struct timeline *tl)
 	if (!w)
 		return -ENOMEM;
 	w->fd = -1;
+	w->failed = -1;
 	w->pid = -1;
 	w->pid_fd = -1;
 	w->out_fd = -1;
@@ -2536,8 +2630,29 @@ static struct json_object *str_or_null(const char *s)
 	return s && *s ? json_object_new_string(s) : NULL;
 }
 
+static bool list_match(const struct tl_list_filter *f, const char *ns, int64_t started_ns,
+		       const struct summary *sm)
+{
+	int64_t at = sm->deletion_ns ? sm->deletion_ns : started_ns;
+
+	if (!f)
+		return true;
+	if (f->ns && (!ns || strcmp(f->ns, ns) != 0))
+		return false;
+	if (f->owner_kind && (!sm->owner_kind || strcmp(f->owner_kind, sm->owner_kind) != 0))
+		return false;
+	if (f->owner_name && (!sm->owner_name || strcmp(f->owner_name, sm->owner_name) != 0))
+		return false;
+	if (f->since_ns && at < f->since_ns)
+		return false;
+	if (f->until_ns && at > f->until_ns)
+		return false;
+	return true;
+}
+
 static struct json_object *list_item(const char *ns, const char *name, const char *uid,
-				     const char *state, size_t events, size_t findings)
+				     const char *state, size_t events, size_t findings,
+				     const struct summary *sm, bool detail)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -2549,12 +2664,40 @@ static struct json_object *list_item(const char *ns, const char *name, const cha
 	json_object_object_add(o, "state", json_object_new_string(state));
 	json_object_object_add(o, "events", json_object_new_int64((int64_t)events));
 	json_object_object_add(o, "findings", json_object_new_int64((int64_t)findings));
+	if (detail) {
+		struct json_object *owner = NULL;
+		char tbuf[TL_TIME_STRLEN];
+
+		if (sm->owner_kind || sm->owner_name) {
+			owner = json_object_new_object();
+			if (!owner) {
+				json_object_put(o);
+				return NULL;
+			}
+			json_object_object_add(owner, "kind", str_or_null(sm->owner_kind));
+			json_object_object_add(owner, "name", str_or_null(sm->owner_name));
+		}
+		json_object_object_add(o, "owner", owner);
+		json_object_object_add(o, "deletion",
+				       sm->deletion_ns ? json_object_new_string(tl_time_format(sm->deletion_ns, tbuf))
+						       : NULL);
+		json_object_object_add(o, "complete", json_object_new_boolean(sm->complete));
+		json_object_object_add(o, "failedRequests",
+				       sm->failed >= 0 ? json_object_new_int64(sm->failed) : NULL);
+	}
 	return o;
 }
 
 int tl_timelines_list(struct tl_timelines *t, struct json_object **ret)
 {
+	return tl_timelines_list_filtered(t, NULL, ret);
+}
+
+int tl_timelines_list_filtered(struct tl_timelines *t, const struct tl_list_filter *f,
+			       struct json_object **ret)
+{
 	struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
+	bool detail = f && f->detail;
 
 	if (!root || !arr) {
 		json_object_put(root);
@@ -2564,11 +2707,12 @@ int tl_timelines_list(struct tl_timelines *t, struct json_object **ret)
 	json_object_object_add(root, "timelines", arr);
 	for (size_t i = 0; i < t->n_closed; i++) {
 		struct closed *c = &t->closed[i];
+		struct summary sm = { c->owner_kind, c->owner_name, c->deletion_ns, c->complete, c->failed };
 		struct json_object *o;
 
-		if (!c->uid[0])
+		if (!c->uid[0] || !list_match(f, c->ns, c->started_ns, &sm))
 			continue;
-		o = list_item(c->ns, c->name, c->uid, "closed", c->events, c->findings);
+		o = list_item(c->ns, c->name, c->uid, "closed", c->events, c->findings, &sm, detail);
 		if (!o || json_object_array_add(arr, o) < 0) {
 			json_object_put(o);
 			json_object_put(root);
@@ -2578,10 +2722,16 @@ int tl_timelines_list(struct tl_timelines *t, struct json_object **ret)
 	for (size_t b = 0; b < HASH_BUCKETS; b++) {
 		for (struct timeline *tl = t->buckets[b]; tl; tl = tl->hnext) {
 			struct json_object *o;
+			struct summary sm;
 
-			/* Findings are computed when a timeline closes. */
+			timeline_summary(tl, &sm);
+			sm.complete = state_complete(&tl->s);
+			if (!list_match(f, meta_str(tl, "namespace"), timeline_started(tl), &sm))
+				continue;
+			/* Findings and failed requests are computed when a
+			 * timeline closes. */
 			o = list_item(meta_str(tl, "namespace"), meta_str(tl, "name"), tl->s.uid, "open",
-				      tl->s.n, 0);
+				      tl->s.n, 0, &sm, detail);
 			if (!o || json_object_array_add(arr, o) < 0) {
 				json_object_put(o);
 				json_object_put(root);

@@ -115,6 +115,20 @@ int tl_timelines_retention_run(struct tl_timelines *t);
 
 /* {"timelines":[{"namespace","name","uid","state","events","findings"}]}. */
 int tl_timelines_list(struct tl_timelines *t, struct json_object **ret);
+/* What GET /v1/timelines selects (docs/http-api.md). Strings are matched
+ * exactly; NULL matches anything. since/until (ns, 0 = unbounded, both
+ * inclusive) are matched on the deletion request's time, else on the
+ * timeline's start. */
+struct tl_list_filter {
+	const char *ns, *owner_kind, *owner_name;
+	int64_t since_ns, until_ns;
+	/* Each entry also has "owner" ({kind,name} or null), "deletion" (time
+	 * or null), "complete" and "failedRequests" (null while open). */
+	bool detail;
+};
+/* tl_timelines_list() with a filter (NULL: all, no detail). */
+int tl_timelines_list_filtered(struct tl_timelines *t, const struct tl_list_filter *f,
+			       struct json_object **ret);
 /* The newest timeline of namespace/name (uid: that one; NULL = newest) as a
  * serialized document in *ret (malloc'd, caller frees). -ENOENT unknown.
  * Builds the whole document: for tests and tools; the HTTP server streams

@@ -156,6 +156,7 @@ START_TEST(test_http_api)
 	struct tl_timelines_config cfg = {
 		.state_dir = dir,
 		.linger_s = 0,
+		.findings_helper = TL_FINDINGS_HELPER,
 		.recorder = { .agent_version = "0.1.0", .node = "node-1", .kernel = "6.18",
 			      .config_digest = "sha256:1", .probes = probes },
 	};
@@ -163,7 +164,8 @@ START_TEST(test_http_api)
 	struct json_object *m, *o, *arr;
 	char err[256] = "", checked[PATH_MAX];
 	char big[40000];
-	struct req reqs[16];
+	struct req reqs[24];
+	char since[128], until[128], tbuf[TL_TIME_STRLEN];
 	struct client cl = { 0 };
 	pthread_t th;
 	int64_t t0 = tl_now_real_ns() - 3600 * SCN_S;
@@ -213,6 +215,17 @@ START_TEST(test_http_api)
 	REQ("GET", "/v1/timelines/shop/web-1", big);                /* 12 */
 	REQ("GET", "/v1/timelines/a/b/c", NULL);                    /* 13 */
 	REQ("GET", "/healthz", NULL);                               /* 14 */
+	/* the list's filters (docs/http-api.md) */
+	snprintf(since, sizeof(since), "/v1/timelines?since=%s", tl_time_format(t0 + 650 * SCN_S, tbuf));
+	snprintf(until, sizeof(until), "/v1/timelines?until=%s&detail=true",
+		 tl_time_format(t0 + 650 * SCN_S, tbuf));
+	REQ("GET", "/v1/timelines?namespace=shop&detail=true", NULL); /* 15 */
+	REQ("GET", "/v1/timelines?ownerKind=ReplicaSet&ownerName=web-5d8f", NULL); /* 16 */
+	REQ("GET", since, NULL);                                    /* 17 */
+	REQ("GET", until, NULL);                                    /* 18 */
+	REQ("GET", "/v1/timelines?since=yesterday", NULL);          /* 19 */
+	REQ("GET", "/v1/timelines?namespace=a/b", NULL);            /* 20 */
+	REQ("GET", "/v1/timelines?ownerName=other", NULL);          /* 21 */
 #undef REQ
 	cl.reqs = reqs;
 	cl.n = n;
@@ -278,6 +291,68 @@ START_TEST(test_http_api)
 	ck_assert_int_eq(reqs[14].r.status, 200);
 
 	ck_assert_int_eq(scn_validate(checked), 0);
+
+	/* namespace, with the entries' detail */
+	ck_assert_int_eq(reqs[15].r.status, 200);
+	o = parse(&reqs[15].r);
+	ck_assert(json_object_object_get_ex(o, "timelines", &arr));
+	ck_assert_uint_eq(json_object_array_length(arr), 2);
+	for (size_t i = 0; i < 2; i++) {
+		struct json_object *it = json_object_array_get_idx(arr, i), *v;
+		const char *uid = str_at(it, "uid", NULL);
+
+		ck_assert_str_eq(str_at(it, "namespace", NULL), "shop");
+		ck_assert_str_eq(str_at(it, "owner", "kind"), "ReplicaSet");
+		ck_assert_str_eq(str_at(it, "owner", "name"), "web-5d8f");
+		ck_assert(json_object_object_get_ex(it, "complete", &v) &&
+			  json_object_is_type(v, json_type_boolean));
+		ck_assert(json_object_object_get_ex(it, "deletion", &v));
+		if (strcmp(uid, UID_OLD) == 0) {
+			int64_t del;
+
+			ck_assert(json_object_is_type(v, json_type_string));
+			ck_assert_int_eq(tl_time_parse(json_object_get_string(v), &del), 0);
+			ck_assert_int_ge(del, t0);
+			ck_assert_int_lt(del, t0 + 600 * SCN_S);
+			/* the closed one: counted by termline-findings */
+			ck_assert(json_object_object_get_ex(it, "failedRequests", &v) &&
+				  json_object_is_type(v, json_type_int));
+			ck_assert_int_ge(json_object_get_int64(v), 1);
+		} else {
+			ck_assert_str_eq(uid, UID_NEW);
+			ck_assert(v == NULL); /* no deletion yet */
+			ck_assert(json_object_object_get_ex(it, "failedRequests", &v) && v == NULL);
+		}
+	}
+	json_object_put(o);
+	/* owner: the two web-1 Pods, not the unnamed one; without detail the
+	 * entries are as before */
+	ck_assert_int_eq(reqs[16].r.status, 200);
+	o = parse(&reqs[16].r);
+	ck_assert(json_object_object_get_ex(o, "timelines", &arr));
+	ck_assert_uint_eq(json_object_array_length(arr), 2);
+	ck_assert(!json_object_object_get_ex(json_object_array_get_idx(arr, 0), "owner", NULL));
+	json_object_put(o);
+	/* since/until: on the deletion (the old Pod's is near t0), else the
+	 * start (the new one t0+600 s, the unnamed one t0+700 s) */
+	ck_assert_int_eq(reqs[17].r.status, 200);
+	o = parse(&reqs[17].r);
+	ck_assert(json_object_object_get_ex(o, "timelines", &arr));
+	ck_assert_uint_eq(json_object_array_length(arr), 1);
+	ck_assert_str_eq(str_at(json_object_array_get_idx(arr, 0), "uid", NULL), UID_ANON);
+	json_object_put(o);
+	ck_assert_int_eq(reqs[18].r.status, 200);
+	o = parse(&reqs[18].r);
+	ck_assert(json_object_object_get_ex(o, "timelines", &arr));
+	ck_assert_uint_eq(json_object_array_length(arr), 2);
+	json_object_put(o);
+	ck_assert_int_eq(reqs[19].r.status, 400);
+	ck_assert_int_eq(reqs[20].r.status, 400);
+	ck_assert_int_eq(reqs[21].r.status, 200);
+	o = parse(&reqs[21].r);
+	ck_assert(json_object_object_get_ex(o, "timelines", &arr));
+	ck_assert_uint_eq(json_object_array_length(arr), 0);
+	json_object_put(o);
 
 	for (size_t i = 0; i < n; i++)
 		free(reqs[i].r.body);

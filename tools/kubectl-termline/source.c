@@ -482,18 +482,24 @@ static int dir_list(struct source *s, struct json_object *out, char *err, size_t
 }
 
 /* One agent's /v1/timelines, then each document. The agent may not filter
- * (the filters are an addition to its API): pass them, and filter here. */
-static int agent_list(struct source *s, const char *prefix, const char *ns, struct json_object *out,
-		      char *err, size_t errlen)
+ * (the filters are an addition to its API, docs/http-api.md): pass them,
+ * and filter here. Only the documents it lists are fetched. */
+static int agent_list(struct source *s, const char *prefix, const char *ns, const char *okind,
+		      const char *oname, int64_t since, struct json_object *out, char *err,
+		      size_t errlen)
 {
 	struct json_object *lst = NULL, *arr;
-	char path[2048], e1[256];
+	char path[2048], e1[256], e2[256], e3[512], tbuf[TL_TIME_STRLEN];
 	int r;
 
-	if (ns && seg(s->easy, ns, e1, sizeof(e1)) < 0)
+	if ((ns && seg(s->easy, ns, e1, sizeof(e1)) < 0) ||
+	    (okind && seg(s->easy, okind, e2, sizeof(e2)) < 0) ||
+	    (oname && seg(s->easy, oname, e3, sizeof(e3)) < 0))
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/v1/timelines%s%s", prefix, ns ? "?namespace=" : "",
-		 ns ? e1 : "");
+	snprintf(path, sizeof(path), "%s/v1/timelines?detail=false%s%s%s%s%s%s%s%s", prefix,
+		 ns ? "&namespace=" : "", ns ? e1 : "", okind ? "&ownerKind=" : "", okind ? e2 : "",
+		 oname ? "&ownerName=" : "", oname ? e3 : "", since ? "&since=" : "",
+		 since ? tl_time_format(since, tbuf) : "");
 	r = http_get_json(s, path, LIST_MAX, &lst, err, errlen);
 	if (r < 0)
 		return r;
@@ -593,7 +599,7 @@ int source_list(struct source *s, const char *ns, const char *okind, const char 
 	if (s->kind == SRC_DIR) {
 		r = dir_list(s, all, err, errlen);
 	} else if (s->kind == SRC_URL) {
-		r = agent_list(s, "", ns, all, err, errlen);
+		r = agent_list(s, "", ns, okind, oname, since, all, err, errlen);
 	} else {
 		struct json_object *names = NULL;
 
@@ -605,7 +611,7 @@ int source_list(struct source *s, const char *ns, const char *okind, const char 
 			    s, json_object_get_string(json_object_array_get_idx(names, i)), prefix,
 			    sizeof(prefix));
 			if (r == 0)
-				r = agent_list(s, prefix, ns, all, err, errlen);
+				r = agent_list(s, prefix, ns, okind, oname, since, all, err, errlen);
 		}
 		json_object_put(names);
 	}
