@@ -7,6 +7,7 @@
 #include <json-c/linkhash.h>
 
 #include "clock.h"
+#include "json-util.h"
 #include "kube-istio.h"
 #include "kube-pods.h"
 #include "kubeconfig.h"
@@ -77,47 +78,7 @@ struct tl_kpods {
 	bool warned_other_node, warned_limit;
 };
 
-/* ---- small JSON helpers ---- */
-
-static struct json_object *jget(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, k, &v))
-		return NULL;
-	return v;
-}
-
-static const char *jstr(struct json_object *o, const char *k)
-{
-	struct json_object *v = jget(o, k);
-
-	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
-static struct json_object *jarr(struct json_object *o, const char *k)
-{
-	struct json_object *v = jget(o, k);
-
-	return v && json_object_is_type(v, json_type_array) ? v : NULL;
-}
-
-static bool jbool(struct json_object *o, const char *k, bool dflt)
-{
-	struct json_object *v = jget(o, k);
-
-	return v && json_object_is_type(v, json_type_boolean) ? json_object_get_boolean(v) : dflt;
-}
-
-static bool jint(struct json_object *o, const char *k, int64_t *ret)
-{
-	struct json_object *v = jget(o, k);
-
-	if (!v || !json_object_is_type(v, json_type_int))
-		return false;
-	*ret = json_object_get_int64(v);
-	return true;
-}
+/* ---- small helpers (JSON members: json-util.h) ---- */
 
 static char *xstrdup(const char *s)
 {
@@ -218,11 +179,11 @@ static void index_pod(struct tl_kpods *m, struct kpod *p)
 
 static const char *prestop_kind(struct json_object *c)
 {
-	struct json_object *ps = jget(jget(c, "lifecycle"), "preStop");
+	struct json_object *ps = tl_json_get(tl_json_get(c, "lifecycle"), "preStop");
 	static const char *const kinds[] = { "exec", "httpGet", "sleep", "tcpSocket" };
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (jget(ps, kinds[i]))
+		if (tl_json_get(ps, kinds[i]))
 			return kinds[i];
 	return NULL;
 }
@@ -233,10 +194,10 @@ static const char *find_status_id(struct json_object *statuses, const char *name
 
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *s = json_object_array_get_idx(statuses, i);
-		const char *sn = jstr(s, "name");
+		const char *sn = tl_json_str(s, "name");
 
 		if (sn && strcmp(sn, name) == 0)
-			return jstr(s, "containerID");
+			return tl_json_str(s, "containerID");
 	}
 	return NULL;
 }
@@ -248,14 +209,14 @@ static int add_containers(struct kpod *p, struct json_object *specs, struct json
 
 	for (size_t i = 0; i < n && p->nctrs < cap; i++) {
 		struct json_object *c = json_object_array_get_idx(specs, i);
-		const char *name = jstr(c, "name"), *id, *rp;
+		const char *name = tl_json_str(c, "name"), *id, *rp;
 		struct kcontainer *k;
 
 		if (!name || strlen(name) >= TL_NAME_MAX)
 			continue;
 		k = &p->ctrs[p->nctrs];
 		memset(k, 0, sizeof(*k));
-		rp = jstr(c, "restartPolicy");
+		rp = tl_json_str(c, "restartPolicy");
 		if (init)
 			k->role = rp && strcmp(rp, "Always") == 0 ? "sidecar" : "init";
 		else
@@ -281,12 +242,12 @@ static int add_containers(struct kpod *p, struct json_object *specs, struct json
 static struct json_object *build_meta(const struct kpod *p, struct json_object *obj,
 				      const char *node)
 {
-	struct json_object *md = jget(obj, "metadata"), *spec = jget(obj, "spec");
+	struct json_object *md = tl_json_get(obj, "metadata"), *spec = tl_json_get(obj, "spec");
 	struct json_object *doc = json_object_new_object(), *pod = json_object_new_object();
-	struct json_object *ctrs = json_object_new_array(), *owners = jarr(md, "ownerReferences");
+	struct json_object *ctrs = json_object_new_array(), *owners = tl_json_array(md, "ownerReferences");
 	struct json_object *owner = NULL;
 	int64_t grace = 30;
-	const char *nn = jstr(spec, "nodeName");
+	const char *nn = tl_json_str(spec, "nodeName");
 
 	if (!doc || !pod || !ctrs) {
 		json_object_put(doc);
@@ -304,25 +265,25 @@ static struct json_object *build_meta(const struct kpod *p, struct json_object *
 	for (size_t i = 0; owners && i < json_object_array_length(owners); i++) {
 		struct json_object *o = json_object_array_get_idx(owners, i);
 
-		if (!owner || jbool(o, "controller", false))
+		if (!owner || tl_json_bool(o, "controller", false))
 			owner = o;
 	}
-	if (owner && jstr(owner, "kind") && jstr(owner, "name")) {
+	if (owner && tl_json_str(owner, "kind") && tl_json_str(owner, "name")) {
 		struct json_object *oj = json_object_new_object();
 
 		if (oj) {
-			json_object_object_add(oj, "kind", json_object_new_string(jstr(owner, "kind")));
-			json_object_object_add(oj, "name", json_object_new_string(jstr(owner, "name")));
+			json_object_object_add(oj, "kind", json_object_new_string(tl_json_str(owner, "kind")));
+			json_object_object_add(oj, "name", json_object_new_string(tl_json_str(owner, "name")));
 		}
 		json_object_object_add(pod, "owner", oj);
 	} else
 		json_object_object_add(pod, "owner", NULL);
 	/* the API server defaults it to 30 when the manifest leaves it out */
-	jint(spec, "terminationGracePeriodSeconds", &grace);
+	tl_json_int(spec, "terminationGracePeriodSeconds", &grace);
 	json_object_object_add(pod, "terminationGracePeriodSeconds", json_object_new_int64(grace));
 	{
 		/* the sidecar's drain settings, as the Pod declares them */
-		struct json_object *istio = tl_kube_istio_settings(jget(md, "annotations"));
+		struct json_object *istio = tl_kube_istio_settings(tl_json_get(md, "annotations"));
 
 		if (istio)
 			json_object_object_add(pod, "istio", istio);
@@ -346,15 +307,15 @@ static struct json_object *build_meta(const struct kpod *p, struct json_object *
 /* Parses the parts of a Pod we track into a fresh kpod (no uid/terminated). */
 static int parse_pod(struct tl_kpods *m, struct json_object *obj, struct kpod *p)
 {
-	struct json_object *md = jget(obj, "metadata"), *spec = jget(obj, "spec");
-	struct json_object *st = jget(obj, "status"), *conds, *ips;
+	struct json_object *md = tl_json_get(obj, "metadata"), *spec = tl_json_get(obj, "spec");
+	struct json_object *st = tl_json_get(obj, "status"), *conds, *ips;
 	size_t n;
 	int r;
 
-	struct json_object *ic = jarr(spec, "initContainers"), *cs = jarr(spec, "containers");
+	struct json_object *ic = tl_json_array(spec, "initContainers"), *cs = tl_json_array(spec, "containers");
 	size_t nc = (ic ? json_object_array_length(ic) : 0) + (cs ? json_object_array_length(cs) : 0);
 
-	p->deleting = jstr(md, "deletionTimestamp") != NULL;
+	p->deleting = tl_json_str(md, "deletionTimestamp") != NULL;
 	p->conds = json_object_new_object();
 	/* what the Pod has, not the most it may have */
 	if (nc > KP_MAX_CONTAINERS)
@@ -362,34 +323,34 @@ static int parse_pod(struct tl_kpods *m, struct json_object *obj, struct kpod *p
 	p->ctrs = nc ? calloc(nc, sizeof(*p->ctrs)) : NULL;
 	if (!p->conds || (nc && !p->ctrs))
 		return -ENOMEM;
-	conds = jarr(st, "conditions");
+	conds = tl_json_array(st, "conditions");
 	n = conds ? json_object_array_length(conds) : 0;
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *c = json_object_array_get_idx(conds, i);
-		const char *t = jstr(c, "type"), *s = jstr(c, "status");
+		const char *t = tl_json_str(c, "type"), *s = tl_json_str(c, "status");
 
 		if (t && s && strlen(t) < 128 && strlen(s) < 16)
 			json_object_object_add(p->conds, t, json_object_new_string(s));
 	}
-	ips = jarr(st, "podIPs");
+	ips = tl_json_array(st, "podIPs");
 	n = ips ? json_object_array_length(ips) : 0;
 	for (size_t i = 0; i < n && p->nips < KP_MAX_IPS; i++) {
-		const char *ip = jstr(json_object_array_get_idx(ips, i), "ip");
+		const char *ip = tl_json_str(json_object_array_get_idx(ips, i), "ip");
 
 		if (ip && *ip && strlen(ip) < 64 && !(p->ips[p->nips] = strdup(ip)))
 			return -ENOMEM;
 		if (ip && *ip && strlen(ip) < 64)
 			p->nips++;
 	}
-	if (p->nips == 0 && jstr(st, "podIP") && *jstr(st, "podIP") && strlen(jstr(st, "podIP")) < 64) {
-		p->ips[0] = strdup(jstr(st, "podIP"));
+	if (p->nips == 0 && tl_json_str(st, "podIP") && *tl_json_str(st, "podIP") && strlen(tl_json_str(st, "podIP")) < 64) {
+		p->ips[0] = strdup(tl_json_str(st, "podIP"));
 		if (!p->ips[0])
 			return -ENOMEM;
 		p->nips = 1;
 	}
-	r = add_containers(p, ic, jarr(st, "initContainerStatuses"), true, nc);
+	r = add_containers(p, ic, tl_json_array(st, "initContainerStatuses"), true, nc);
 	if (r == 0)
-		r = add_containers(p, cs, jarr(st, "containerStatuses"), false, nc);
+		r = add_containers(p, cs, tl_json_array(st, "containerStatuses"), false, nc);
 	if (r < 0)
 		return r;
 	p->meta = build_meta(p, obj, m->node);
@@ -399,8 +360,8 @@ static int parse_pod(struct tl_kpods *m, struct json_object *obj, struct kpod *p
 static void emit_terminated(struct tl_kpods *m, struct kpod *p, struct json_object *status,
 			    struct json_object *term, bool report)
 {
-	const char *name = jstr(status, "name"), *cid = jstr(term, "containerID");
-	const char *sid = jstr(status, "containerID");
+	const char *name = tl_json_str(status, "name"), *cid = tl_json_str(term, "containerID");
+	const char *sid = tl_json_str(status, "containerID");
 	char key[TL_CONTAINER_ID_MAX + TL_NAME_MAX + 64];
 	struct tl_event ev;
 	int64_t v;
@@ -412,8 +373,8 @@ static void emit_terminated(struct tl_kpods *m, struct kpod *p, struct json_obje
 	if (cid && *cid)
 		snprintf(key, sizeof(key), "%s", cid);
 	else
-		snprintf(key, sizeof(key), "%s#%s", name, jstr(term, "finishedAt") ? jstr(term, "finishedAt") : "");
-	if (jget(p->terminated, key))
+		snprintf(key, sizeof(key), "%s#%s", name, tl_json_str(term, "finishedAt") ? tl_json_str(term, "finishedAt") : "");
+	if (tl_json_get(p->terminated, key))
 		return;
 	json_object_object_add(p->terminated, key, json_object_new_boolean(1));
 	if (!report || !emit_new(&ev, "container.terminated", p->uid))
@@ -423,22 +384,22 @@ static void emit_terminated(struct tl_kpods *m, struct kpod *p, struct json_obje
 		cid = sid;
 	if (tl_kpods_bare_id(cid) && strlen(tl_kpods_bare_id(cid)) < sizeof(ev.container_id))
 		snprintf(ev.container_id, sizeof(ev.container_id), "%s", tl_kpods_bare_id(cid));
-	tl_event_set_int(&ev, "exitCode", jint(term, "exitCode", &v) ? v : -1);
-	tl_event_set_str(&ev, "reason", jstr(term, "reason") ? jstr(term, "reason") : "");
-	if (jint(term, "signal", &v))
+	tl_event_set_int(&ev, "exitCode", tl_json_int(term, "exitCode", &v) ? v : -1);
+	tl_event_set_str(&ev, "reason", tl_json_str(term, "reason") ? tl_json_str(term, "reason") : "");
+	if (tl_json_int(term, "signal", &v))
 		tl_event_set_int(&ev, "signal", v);
-	set_str_if(&ev, "startedAt", jstr(term, "startedAt"));
-	set_str_if(&ev, "finishedAt", jstr(term, "finishedAt"));
+	set_str_if(&ev, "startedAt", tl_json_str(term, "startedAt"));
+	set_str_if(&ev, "finishedAt", tl_json_str(term, "finishedAt"));
 	tl_emit(&m->emit, &ev);
 }
 
 static void diff_terminated(struct tl_kpods *m, struct kpod *p, struct json_object *obj, bool report)
 {
 	static const char *const lists[] = { "initContainerStatuses", "containerStatuses" };
-	struct json_object *st = jget(obj, "status");
+	struct json_object *st = tl_json_get(obj, "status");
 
 	for (size_t l = 0; l < 2; l++) {
-		struct json_object *a = jarr(st, lists[l]);
+		struct json_object *a = tl_json_array(st, lists[l]);
 		size_t n = a ? json_object_array_length(a) : 0;
 
 		for (size_t i = 0; i < n; i++) {
@@ -446,8 +407,8 @@ static void diff_terminated(struct tl_kpods *m, struct kpod *p, struct json_obje
 
 			/* a restart we did not see in between leaves the
 			 * previous run only in lastState */
-			emit_terminated(m, p, s, jget(jget(s, "lastState"), "terminated"), report);
-			emit_terminated(m, p, s, jget(jget(s, "state"), "terminated"), report);
+			emit_terminated(m, p, s, tl_json_get(tl_json_get(s, "lastState"), "terminated"), report);
+			emit_terminated(m, p, s, tl_json_get(tl_json_get(s, "state"), "terminated"), report);
 		}
 	}
 }
@@ -455,8 +416,8 @@ static void diff_terminated(struct tl_kpods *m, struct kpod *p, struct json_obje
 static void pod_diff(struct tl_kpods *m, struct kpod *p, const struct kpod *np,
 		     struct json_object *obj, bool had_state, bool baseline)
 {
-	struct json_object *md = jget(obj, "metadata");
-	struct json_object *conds = jarr(jget(obj, "status"), "conditions");
+	struct json_object *md = tl_json_get(obj, "metadata");
+	struct json_object *conds = tl_json_array(tl_json_get(obj, "status"), "conditions");
 	bool report = !baseline || np->deleting;
 	struct tl_event ev;
 	size_t n;
@@ -465,28 +426,28 @@ static void pod_diff(struct tl_kpods *m, struct kpod *p, const struct kpod *np,
 	    emit_new(&ev, "pod.deletion_requested", p->uid)) {
 		int64_t g;
 
-		if (jint(md, "deletionGracePeriodSeconds", &g) ||
-		    jint(jget(obj, "spec"), "terminationGracePeriodSeconds", &g))
+		if (tl_json_int(md, "deletionGracePeriodSeconds", &g) ||
+		    tl_json_int(tl_json_get(obj, "spec"), "terminationGracePeriodSeconds", &g))
 			tl_event_set_int(&ev, "gracePeriodSeconds", g);
 		else
 			tl_event_set_int(&ev, "gracePeriodSeconds", 30);
-		set_str_if(&ev, "deletionTimestamp", jstr(md, "deletionTimestamp"));
+		set_str_if(&ev, "deletionTimestamp", tl_json_str(md, "deletionTimestamp"));
 		tl_emit(&m->emit, &ev);
 	}
 	n = conds ? json_object_array_length(conds) : 0;
 	for (size_t i = 0; i < n && !baseline; i++) {
 		struct json_object *c = json_object_array_get_idx(conds, i);
-		const char *t = jstr(c, "type"), *s = jstr(c, "status");
-		const char *old = had_state ? jstr(p->conds, t ? t : "") : NULL;
+		const char *t = tl_json_str(c, "type"), *s = tl_json_str(c, "status");
+		const char *old = had_state ? tl_json_str(p->conds, t ? t : "") : NULL;
 
-		if (!t || !s || !jget(np->conds, t) || (old && strcmp(old, s) == 0))
+		if (!t || !s || !tl_json_get(np->conds, t) || (old && strcmp(old, s) == 0))
 			continue;
 		if (!emit_new(&ev, "pod.condition", p->uid))
 			continue;
 		tl_event_set_str(&ev, "condition", t);
 		tl_event_set_str(&ev, "status", s);
-		set_str_if(&ev, "reason", jstr(c, "reason"));
-		set_str_if(&ev, "lastTransitionTime", jstr(c, "lastTransitionTime"));
+		set_str_if(&ev, "reason", tl_json_str(c, "reason"));
+		set_str_if(&ev, "lastTransitionTime", tl_json_str(c, "lastTransitionTime"));
 		tl_emit(&m->emit, &ev);
 	}
 	diff_terminated(m, p, obj, report);
@@ -533,7 +494,7 @@ static void pod_mark_deleted(struct tl_kpods *m, struct kpod *p, const char *how
 static bool pod_on_node(struct tl_kpods *m, struct json_object *obj, const char *ns,
 			const char *name)
 {
-	const char *nn = jstr(jget(obj, "spec"), "nodeName");
+	const char *nn = tl_json_str(tl_json_get(obj, "spec"), "nodeName");
 
 	if (nn && strcmp(nn, m->node) == 0)
 		return true;
@@ -570,8 +531,8 @@ static bool pod_room(struct tl_kpods *m, const char *ns, const char *name)
 
 static struct kpod *pod_apply(struct tl_kpods *m, struct json_object *obj, bool baseline)
 {
-	struct json_object *md = jget(obj, "metadata");
-	const char *uid = jstr(md, "uid"), *ns = jstr(md, "namespace"), *name = jstr(md, "name");
+	struct json_object *md = tl_json_get(obj, "metadata");
+	const char *uid = tl_json_str(md, "uid"), *ns = tl_json_str(md, "namespace"), *name = tl_json_str(md, "name");
 	struct kpod *p = NULL, np = { 0 };
 	bool had_state, changed;
 	void *v;
@@ -676,7 +637,7 @@ static void pods_event(void *userdata, const char *type, struct json_object *obj
 	struct kpod *p;
 
 	if (strcmp(type, "DELETED") == 0) {
-		const char *uid = jstr(jget(obj, "metadata"), "uid");
+		const char *uid = tl_json_str(tl_json_get(obj, "metadata"), "uid");
 		void *v;
 
 		/* a DELETED for a Pod never seen (or already gone) says nothing new */
@@ -745,9 +706,9 @@ static bool pod_known_live(const struct tl_kpods *m, const char *uid)
 /* New slice state with only the endpoints of this node's Pods. */
 static struct kslice *parse_slice(struct tl_kpods *m, struct json_object *obj)
 {
-	struct json_object *md = jget(obj, "metadata"), *eps = jarr(obj, "endpoints");
-	const char *uid = jstr(md, "uid"), *name = jstr(md, "name");
-	const char *svc = jstr(jget(md, "labels"), "kubernetes.io/service-name");
+	struct json_object *md = tl_json_get(obj, "metadata"), *eps = tl_json_array(obj, "endpoints");
+	const char *uid = tl_json_str(md, "uid"), *name = tl_json_str(md, "name");
+	const char *svc = tl_json_str(tl_json_get(md, "labels"), "kubernetes.io/service-name");
 	size_t n = eps ? json_object_array_length(eps) : 0;
 	struct kslice *s;
 
@@ -766,10 +727,10 @@ static struct kslice *parse_slice(struct tl_kpods *m, struct json_object *obj)
 		goto fail;
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *e = json_object_array_get_idx(eps, i);
-		struct json_object *tr = jget(e, "targetRef"), *cond = jget(e, "conditions");
-		struct json_object *addrs = jarr(e, "addresses");
-		const char *kind = jstr(tr, "kind"), *tuid = jstr(tr, "uid");
-		const char *nn = jstr(e, "nodeName");
+		struct json_object *tr = tl_json_get(e, "targetRef"), *cond = tl_json_get(e, "conditions");
+		struct json_object *addrs = tl_json_array(e, "addresses");
+		const char *kind = tl_json_str(tr, "kind"), *tuid = tl_json_str(tr, "uid");
+		const char *nn = tl_json_str(e, "nodeName");
 		const char *addr = addrs && json_object_array_length(addrs) > 0 ?
 			json_object_get_string(json_object_array_get_idx(addrs, 0)) : NULL;
 		bool is_pod = kind && strcmp(kind, "Pod") == 0 && tuid && strlen(tuid) < TL_UID_MAX;
@@ -783,9 +744,9 @@ static struct kslice *parse_slice(struct tl_kpods *m, struct json_object *obj)
 			continue; /* nothing to key it by */
 		/* Missing ready/serving mean true, missing terminating false
 		 * (discovery.k8s.io/v1 EndpointConditions). */
-		k->ready = jbool(cond, "ready", true);
-		k->serving = jbool(cond, "serving", true);
-		k->terminating = jbool(cond, "terminating", false);
+		k->ready = tl_json_bool(cond, "ready", true);
+		k->serving = tl_json_bool(cond, "serving", true);
+		k->terminating = tl_json_bool(cond, "terminating", false);
 		k->key = strdup(is_pod ? tuid : addr);
 		k->pod_uid = strdup(is_pod ? tuid : "");
 		k->address = xstrdup(addr);
@@ -878,7 +839,7 @@ static void slices_event(void *userdata, const char *type, struct json_object *o
 	struct tl_kpods *m = userdata;
 
 	if (strcmp(type, "DELETED") == 0) {
-		struct kslice *s = slice_lookup(m, jstr(jget(obj, "metadata"), "uid"));
+		struct kslice *s = slice_lookup(m, tl_json_str(tl_json_get(obj, "metadata"), "uid"));
 
 		if (s)
 			slice_replace(m, s, NULL, false);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <curl/curl.h>
 
+#include "json-util.h"
 #include "kube-stream.h"
 #include "kube-watch.h"
 #include "metrics.h"
@@ -168,17 +169,10 @@ static const char *status_kind(long status)
 	}
 }
 
+/* The string at o.a, or at o.a.b when b is given. */
 static const char *obj_str(struct json_object *o, const char *a, const char *b)
 {
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, a, &v))
-		return NULL;
-	if (b && !json_object_object_get_ex(v, b, &v))
-		return NULL;
-	if (!json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
+	return b ? tl_json_str(tl_json_get(o, a), b) : tl_json_str(o, a);
 }
 
 static void rf_set_str(char *dst, size_t dstlen, const char *src)

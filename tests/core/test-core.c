@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "errmsg.h"
 #include "event.h"
+#include "json-util.h"
 #include "loop.h"
 #include "metrics.h"
 #include "macro.h"
@@ -310,6 +311,41 @@ START_TEST(err_line)
 }
 END_TEST
 
+/* A member of another type reads as absent. */
+START_TEST(json_members)
+{
+	struct json_object *o = json_tokener_parse(
+	    "{\"s\":\"x\",\"i\":7,\"d\":1.5,\"b\":true,\"a\":[1],\"o\":{\"k\":\"v\"},\"n\":null}");
+	struct json_object *arr = json_object_new_array();
+	int64_t i = -1;
+
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(tl_json_str(o, "s"), "x");
+	ck_assert_ptr_null(tl_json_str(o, "i"));
+	ck_assert_ptr_null(tl_json_str(o, "missing"));
+	ck_assert_ptr_null(tl_json_str(NULL, "s"));
+	ck_assert(tl_json_int(o, "i", &i));
+	ck_assert_int_eq(i, 7);
+	ck_assert(!tl_json_int(o, "d", &i));
+	ck_assert(!tl_json_int(o, "s", &i));
+	ck_assert_int_eq(i, 7);
+	ck_assert(tl_json_bool(o, "b", false));
+	ck_assert(!tl_json_bool(o, "s", false));
+	ck_assert(tl_json_bool(o, "missing", true));
+	ck_assert_ptr_nonnull(tl_json_array(o, "a"));
+	ck_assert_ptr_null(tl_json_array(o, "o"));
+	ck_assert_str_eq(tl_json_str(tl_json_object(o, "o"), "k"), "v");
+	ck_assert_ptr_null(tl_json_object(o, "a"));
+	ck_assert_ptr_nonnull(tl_json_get(o, "d"));
+	ck_assert_ptr_null(tl_json_get(o, "n")); /* json-c holds null as NULL */
+	ck_assert_ptr_null(tl_json_get(o, "missing"));
+	/* Not an object: no members. */
+	ck_assert_ptr_null(tl_json_get(arr, "s"));
+	json_object_put(arr);
+	json_object_put(o);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -337,6 +373,9 @@ static Suite *core_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("errmsg");
 	tcase_add_test(tc, err_line);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("json");
+	tcase_add_test(tc, json_members);
 	suite_add_tcase(s, tc);
 	return s;
 }

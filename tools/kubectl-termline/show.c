@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "findings.h"
+#include "json-util.h"
 
 int load_doc(const struct cli *cli, const char *arg, struct json_object **ret)
 {
@@ -51,15 +52,6 @@ static long long jint(struct json_object *o, const char *k)
 	return json_object_object_get_ex(o, k, &v) ? (long long)json_object_get_int64(v) : 0;
 }
 
-static bool jbool(struct json_object *o, const char *k, bool d)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_boolean)
-		   ? json_object_get_boolean(v)
-		   : d;
-}
-
 #define S(k) (json_str(ev, k) ? json_str(ev, k) : "?")
 
 void describe_event(struct json_object *ev, char *buf, size_t len)
@@ -80,9 +72,9 @@ void describe_event(struct json_object *ev, char *buf, size_t len)
 		snprintf(buf, len, "Pod deleted");
 	else if (strcmp(t, "endpoint.condition") == 0)
 		snprintf(buf, len, "endpoint in %s: ready=%s serving=%s terminating=%s",
-			 S("endpointSlice"), jbool(ev, "ready", true) ? "true" : "false",
-			 jbool(ev, "serving", true) ? "true" : "false",
-			 jbool(ev, "terminating", false) ? "true" : "false");
+			 S("endpointSlice"), tl_json_bool(ev, "ready", true) ? "true" : "false",
+			 tl_json_bool(ev, "serving", true) ? "true" : "false",
+			 tl_json_bool(ev, "terminating", false) ? "true" : "false");
 	else if (strcmp(t, "endpoint.removed") == 0)
 		snprintf(buf, len, "endpoint removed from %s", S("endpointSlice"));
 	else if (strcmp(t, "process.signal") == 0)

@@ -11,15 +11,11 @@
 
 #include "cli.h"
 #include "findings.h"
+#include "json-util.h"
 
 const char *json_str(struct json_object *o, const char *key)
 {
-	struct json_object *v;
-
-	if (!o || !json_object_object_get_ex(o, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
+	return tl_json_str(o, key);
 }
 
 struct json_object *json_path(struct json_object *o, const char *dotted)
