@@ -47,6 +47,7 @@ struct opts {
 	uint64_t cap_factor;  /* the cap phase feeds cap_factor * max_events events */
 	uint64_t fsync_ms;
 	const char *base;
+	const char *findings_helper; /* NULL: the store looks for it */
 	bool keep;
 };
 
@@ -231,6 +232,7 @@ static int store_new(const char *dir, uint64_t max_events, const struct opts *o,
 		.linger_s = 0,
 		.max_events = (uint32_t)max_events,
 		.fsync_ms = (uint32_t)o->fsync_ms,
+		.findings_helper = o->findings_helper,
 		.recorder = { .agent_version = "bench", .node = "bench-node", .kernel = "bench",
 			      .config_digest = "sha256:bench", .probes = probes },
 	};
@@ -709,7 +711,10 @@ static void usage(FILE *f)
 		"  --cap-factor N   the cap phase feeds N x max-events events (default 3)\n"
 		"  --fsync-ms MS    journal fsync batching (default 200)\n"
 		"  --state-base DIR where the temporary state dir is made (default $TMPDIR or /tmp)\n"
-		"  --keep           keep the state dir and print its path\n");
+		"  --keep           keep the state dir and print its path\n"
+		"  --findings-helper PATH  termline-findings, which writes a closed document's\n"
+		"                   findings and syncs it off the loop (\"\": none, the document\n"
+		"                   is synced on the loop; default: looked for next to the program)\n");
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -724,6 +729,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "fsync-ms", required_argument, NULL, 'f' },
 		{ "state-base", required_argument, NULL, 'b' },
 		{ "keep", no_argument, NULL, 'k' },
+		{ "findings-helper", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -742,6 +748,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'f': r = bench_parse_u64(optarg, 1, 600000, &o->fsync_ms); break;
 		case 'b': o->base = optarg; break;
 		case 'k': o->keep = true; break;
+		case 'F': o->findings_helper = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -EINVAL;
 		}
