@@ -85,11 +85,14 @@ static char *xstrdup(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* The API's containerID always names its runtime: one without a prefix, or
+ * with nothing after it, is not an id yet (NULL). The prefix itself is
+ * stripped by tl_container_id_bare(), the one rule for it. */
 const char *tl_kpods_bare_id(const char *full)
 {
-	const char *p = full ? strstr(full, "://") : NULL;
+	const char *bare = tl_container_id_bare(full);
 
-	return p && p[3] ? p + 3 : NULL;
+	return bare && bare != full && bare[0] ? bare : NULL;
 }
 
 /* ---- events ---- */
