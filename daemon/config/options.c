@@ -32,6 +32,7 @@
 #include "options.h"
 #include "signals.h"
 #include "termline-http.h"
+#include "tl-buf.h"
 #include "termline-config.h"
 
 #define PROG "termlined"
@@ -883,69 +884,24 @@ static int parse_config(struct file_state *fs)
 
 /* ---- canonical rendering and digest ---- */
 
-struct strbuf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sb_add(struct strbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 1024;
-		char *ns;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		ns = realloc(b->s, cap);
-		if (!ns) {
-			b->oom = true;
-			return;
-		}
-		b->s = ns;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
-}
-
-static void sb_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct strbuf *b, const char *fmt, ...)
-{
-	char tmp[128];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		b->oom = true;
-		return;
-	}
-	sb_add(b, tmp, (size_t)n);
-}
-
 /* Strings are escaped so that no value can forge another line. */
-static void sb_value(struct strbuf *b, const char *s)
+static void sb_value(struct tl_buf *b, const char *s)
 {
 	for (; s && *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (c < 0x20 || c == 0x7f || c == '\\')
-			sb_printf(b, "\\x%02x", c);
+			tl_buf_printf(b, "\\x%02x", c);
 		else
-			sb_add(b, (const char *)&c, 1);
+			tl_buf_addc(b, (char)c);
 	}
 }
 
 int tl_options_render(const struct tl_options *o, char **ret)
 {
-	struct strbuf b = {0};
+	struct tl_buf b;
 
+	tl_buf_init(&b, 0);
 	/* The node and the config file's path are left out: every node running
 	 * the same ConfigMap reports the same digest. */
 	for (int i = 0; i < OPT_COUNT; i++) {
@@ -954,7 +910,7 @@ int tl_options_render(const struct tl_options *o, char **ret)
 
 		if (d->kind == KIND_ACTION || d->kind == KIND_CONFIG || i == OPT_NODE)
 			continue;
-		sb_printf(&b, "%s=", d->name);
+		tl_buf_printf(&b, "%s=", d->name);
 		switch (d->kind) {
 		case KIND_PATH:
 		case KIND_NODE:
@@ -966,7 +922,7 @@ int tl_options_render(const struct tl_options *o, char **ret)
 		case KIND_HEADER:
 			for (int h = 0; h < o->n_request_id_headers; h++) {
 				if (h)
-					sb_add(&b, ",", 1);
+					tl_buf_addc(&b, ',');
 				sb_value(&b, o->request_id_headers[h]);
 			}
 			break;
@@ -979,10 +935,10 @@ int tl_options_render(const struct tl_options *o, char **ret)
 								   : "?");
 			break;
 		case KIND_U32:
-			sb_printf(&b, "%u", *(const uint32_t *)(base + d->offset));
+			tl_buf_printf(&b, "%u", *(const uint32_t *)(base + d->offset));
 			break;
 		case KIND_BYTES:
-			sb_printf(&b, "%llu",
+			tl_buf_printf(&b, "%llu",
 				  (unsigned long long)*(const uint64_t *)(base + d->offset));
 			break;
 		case KIND_BOOL:
@@ -998,12 +954,12 @@ int tl_options_render(const struct tl_options *o, char **ret)
 					continue;
 				name = tl_signal_name(s, NULL, 0);
 				if (!first)
-					sb_add(&b, ",", 1);
+					tl_buf_addc(&b, ',');
 				first = false;
 				if (name)
-					sb_printf(&b, "%s", name);
+					tl_buf_printf(&b, "%s", name);
 				else
-					sb_printf(&b, "%d", s);
+					tl_buf_printf(&b, "%d", s);
 			}
 			break;
 		}
@@ -1011,14 +967,10 @@ int tl_options_render(const struct tl_options *o, char **ret)
 		case KIND_ACTION:
 			break;
 		}
-		sb_add(&b, "\n", 1);
+		tl_buf_addc(&b, '\n');
 	}
-	if (b.oom || !b.s) {
-		free(b.s);
-		return -ENOMEM;
-	}
-	*ret = b.s;
-	return 0;
+	*ret = tl_buf_steal(&b, NULL);
+	return *ret ? 0 : -ENOMEM;
 }
 
 static int compute_digest(struct tl_options *o)
