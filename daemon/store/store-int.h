@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 /* The store's inside, shared by its files: timeline.c (index, admission,
- * journal records, replay, closing, queries) and document.c (the document;
- * its findings are written by termline-findings). docs/journal-format.md describes what is kept. */
+ * journal records, public calls), closed.c, close.c, replay.c, query.c and
+ * document.c (the document; its findings are written by termline-findings). docs/journal-format.md describes what is kept. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <json-c/json.h>
@@ -125,3 +125,220 @@ struct doc_cursor {
 bool state_complete(const struct tl_state *s);
 int document_write(const struct tl_state *s, const struct recorder_info *rec,
 		   struct doc_cursor *cur, struct tl_buf *out, size_t chunk);
+
+/* ---- the store's parts (timeline.c: index, admission and budget, journal
+ * records, compaction, timers, the public calls; closed.c: closed documents
+ * and retention; close.c: closing, the document writer and its findings;
+ * replay.c: replay of journals; query.c: serving documents) ---- */
+
+#define DEFAULT_MAX_EVENTS 20000
+#define DEFAULT_MAX_OPEN 1024
+#define DEFAULT_FSYNC_MS 200
+#define JOURNAL_FDS 128
+#define AGG_INTERVAL_NS 1000000000LL
+#define AGG_RECENT 32
+#define DEDUPE_SCAN_MAX 256
+#define HASH_BUCKETS 1024
+#define RETENTION_PERIOD_MS (60 * 1000)
+#define CLOSE_RETRY_MAX_MS (10 * 1000)
+#define NS_PER_S 1000000000LL
+/* A journal is rewritten from memory once it passes twice the size of what
+ * it must hold (and this floor): its size follows the timeline's, which
+ * the event budget bounds, not the Pod's age. */
+#define COMPACT_MIN_BYTES (256u * 1024)
+/* Documents served at once; each holds a copy of a timeline's compact
+ * state (~1-3 MB at the cap) while its client reads. */
+#define MAX_READERS 16
+#define READ_CHUNK (64u * 1024)
+#define DEFAULT_CLOSE_WAIT_MS 5000
+
+#define M_OPEN "termline_timelines_open"
+#define M_CLOSED "termline_timelines_closed_total"
+#define M_REFUSED "termline_timelines_refused_total"
+#define M_JOURNAL "termline_journal_bytes"
+#define M_JOURNAL_FDS "termline_journal_open_files"
+#define M_DISK "termline_disk_bytes"
+#define M_DISK_ERR "termline_disk_errors_total"
+#define M_LATE "termline_timeline_late_events_total"
+
+/* Journal frame types (docs/journal-format.md). */
+enum {
+	FR_OPEN = 'O',   /* opened, recording since */
+	FR_STRING = 'S', /* the next string id */
+	FR_CTR = 'C',    /* the next container table entry */
+	FR_EVENT = 'E',  /* an event, through admission on replay */
+	FR_RAW = 'R',    /* a kept event, as is (compaction) */
+	FR_AGG = 'A',    /* an aggregate entry (compaction) */
+	FR_META = 'M',   /* Pod metadata, JSON */
+	FR_LOSS = 'L',
+	FR_GONE = 'G',   /* the Pod is gone (no pod.deleted seen) */
+	FR_GAP = 'P',    /* the agent was not recording */
+	FR_TERM = 'T',   /* budget state (compaction) */
+};
+
+/* A document being written (the timeline is closing): from a snapshot of
+ * the timeline, one chunk per loop iteration into a temp file, then fsync
+ * and rename. A forked writer did this before; on this kind of machine a
+ * fork of the agent and the copy-on-write faults that follow cost the
+ * loop more than writing the document itself (bench/README.md). */
+struct writer {
+	struct tl_state snap;
+	struct doc_cursor cur;
+	struct tl_buf buf;
+	struct tl_timer *timer;
+	int fd;                /* the temp file, -1 once closed */
+	char tmp[PATH_MAX];    /* "" once renamed */
+	char dir[PATH_MAX];
+	uint64_t bytes;
+	size_t findings;
+	int64_t failed; /* failed requests the helper counted, -1 */
+	char *ns, *name, *path;
+	/* termline-findings, run on the written temp file: -1 when none. */
+	pid_t pid;
+	int pid_fd, out_fd;
+	/* Journal frames of what arrived while closing: late if the document
+	 * is written, replayed into the timeline if not. */
+	struct tl_buf held;
+	uint64_t n_held, late, held_dropped;
+	uint64_t held_kernel, held_disk;
+};
+
+struct timeline {
+	struct tl_timelines *store;
+	struct timeline *hnext;
+	struct tl_state s;
+	size_t recent[AGG_RECENT]; /* agg indices, a ring */
+	size_t n_recent;
+	struct loss loss_journaled;
+	bool deleted;
+	int64_t deleted_ns;
+	int64_t deletion_ns; /* first pod.deletion_requested kept, 0 = none */
+	/* Termination began (deletion requested, or a SIGTERM/SIGKILL seen):
+	 * from entry n_at_termination on, the event budget starts afresh. */
+	bool terminating;
+	size_t n_at_termination;
+	struct tl_timer *close_timer;
+	struct tl_journal *journal;
+	uint32_t j_strings, j_ctrs; /* how many are in the journal already */
+	uint64_t compact_at;
+	bool replaying;
+	bool write_warned;
+	/* The container of the last event added: most events of a Pod come
+	 * from the container that sent the one before. */
+	int last_ctr;
+	char last_cid[TL_CONTAINER_ID_MAX], last_cname[TL_NAME_MAX];
+	uint64_t replay_bad; /* whole frames that were no usable record */
+	struct writer *writer; /* non-NULL while closing */
+};
+
+/* What a list entry says of a timeline besides its name (docs/http-api.md). */
+struct summary {
+	const char *owner_kind, *owner_name; /* NULL: unknown */
+	int64_t deletion_ns;                 /* 0: none */
+	bool complete;
+	int64_t failed; /* failed requests; -1: not known (open, or no helper) */
+};
+
+struct closed {
+	char *ns, *name;
+	char uid[TL_UID_MAX];
+	char *path;
+	uint64_t bytes;
+	int64_t mtime_ns, started_ns;
+	size_t events, findings;
+	char *owner_kind, *owner_name;
+	int64_t deletion_ns, failed;
+	bool complete;
+};
+
+struct tl_timelines {
+	struct tl_loop *loop;
+	char *timelines_dir, *journal_dir;
+	uint32_t linger_s, max_events, retention_hours, fsync_ms, close_wait_ms, max_open;
+	uint64_t retention_bytes;
+	bool (*writer_hook)(void *ud);
+	void *writer_hook_ud;
+	char *findings_helper; /* NULL: documents keep empty findings */
+	struct recorder_info rec;
+	int64_t recording_since_ns;
+	struct timeline *buckets[HASH_BUCKETS];
+	size_t n_open;
+	struct closed *closed;
+	size_t n_closed, cap_closed;
+	uint64_t closed_bytes;
+	struct tl_timer *fsync_timer, *retention_timer;
+	size_t fsync_next; /* the bucket the next fsync tick starts at */
+	/* Journal frames are queued and written once per loop iteration (a
+	 * 1 ms timer armed by the first queued frame): one write(2) per ring
+	 * drain instead of one per event. */
+	struct tl_timer *flush_timer;
+	bool flush_armed;
+	struct tl_jpool *jpool;
+	unsigned n_readers;
+	uint64_t refused;
+	bool refused_warned;
+};
+
+/* close.c */
+int64_t timeline_started(const struct timeline *tl);
+const char *meta_str(const struct timeline *tl, const char *key);
+void timeline_summary(const struct timeline *tl, struct summary *sm);
+void writer_free(struct tl_loop *loop, struct writer *w);
+int findings_helper_find(const char *configured, char **ret);
+void hold_frame(struct timeline *tl, const void *body, size_t len);
+void close_cb(struct tl_loop *loop, struct tl_timer *timer, void *userdata);
+void writers_wait(struct tl_timelines *t);
+/* closed.c */
+void closed_clear(struct closed *c);
+int closed_add(struct tl_timelines *t, const char *ns, const char *name, const char *uid,
+		      const char *path, uint64_t bytes, int64_t mtime_ns, int64_t started_ns,
+		      size_t events, size_t findings, const struct summary *sm);
+void update_disk_metrics(struct tl_timelines *t);
+const char *obj_str(struct json_object *o, const char *key);
+int scan_closed(struct tl_timelines *t);
+/* replay.c */
+int replay_frame(void *userdata, const uint8_t *body, size_t len);
+int replay_all(struct tl_timelines *t);
+/* A journal frame being built (timeline.c, close.c, replay.c). */
+struct frame {
+	uint8_t b[TL_PAYLOAD_MAX + 64];
+	size_t n;
+};
+
+/* A frame being read. */
+struct rd {
+	const uint8_t *p;
+	size_t len, o;
+	bool bad;
+};
+
+/* timeline.c */
+bool uid_ok(const char *uid);
+struct timeline *find_open(struct tl_timelines *t, const char *uid);
+struct closed *find_closed(struct tl_timelines *t, const char *uid);
+int join_path(char *buf, size_t len, const char *a, const char *b);
+void note_disk_error(struct timeline *tl);
+void fr_start(struct frame *f, uint8_t type);
+void fr_i(struct frame *f, int64_t v);
+uint64_t rd_u(struct rd *r);
+int64_t rd_i(struct rd *r);
+uint8_t rd_byte(struct rd *r);
+void journal_raw(struct timeline *tl, const void *body, size_t len);
+void journal_defs(struct timeline *tl);
+void journal_frame(struct timeline *tl, const struct frame *f);
+void journal_loss(struct timeline *tl);
+void timeline_free(struct timeline *tl);
+struct timeline *timeline_alloc(struct tl_timelines *t, const char *uid);
+void timeline_unlink(struct timeline *tl);
+int insert_record(struct tl_state *s, int64_t t, const struct rec_hdr *h,
+			 const uint8_t *payload);
+int new_agg(struct timeline *tl, const struct agg *a, struct agg **ret);
+void start_linger(struct timeline *tl, int64_t deleted_ns);
+int timeline_admit(struct timeline *tl, const struct tl_event *ev, const struct rec_hdr *h,
+			  const uint8_t *payload);
+int pack_event(struct timeline *tl, const struct tl_event *ev, struct rec_hdr *h,
+		      uint8_t *payload);
+int timeline_set_meta(struct timeline *tl, struct json_object *meta);
+void compact(struct timeline *tl);
+bool name_matches(const char *ns, const char *name, const char *uid, const char *want_ns,
+			 const char *want_name);
