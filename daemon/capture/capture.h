@@ -15,7 +15,7 @@
  * docs/http-capture.md. */
 struct tl_capture;
 
-#define TL_CAPTURE_LOG_CONTAINER_DEFAULT "istio-proxy"
+#define TL_CAPTURE_LOG_CONTAINER_DEFAULT TL_DEFAULT_ACCESS_LOG_CONTAINER /* options.h */
 
 struct tl_capture_config {
 	const char *pod_logs_dir;        /* NULL or "" : no access logs */

@@ -155,7 +155,7 @@ static const struct opt_def opt_defs[OPT_COUNT] = {
 			       TL_HTTP_PREFIX_MAX, "bytes", "BYTES", TL_XSTR(TL_HTTP_PREFIX_DEFAULT),
 			       "bytes of an HTTP message head copied"},
     [OPT_ACCESS_LOG_CONTAINER] = {"access-log-container", KIND_CONTAINER, OFF(access_log_container),
-				  0, 0, NULL, "NAME", "istio-proxy",
+				  0, 0, NULL, "NAME", TL_DEFAULT_ACCESS_LOG_CONTAINER,
 				  "container whose log holds the proxy's access log"},
     [OPT_VERSION] = {"version", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL,
 		     "print the version and exit"},

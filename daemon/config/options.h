@@ -17,6 +17,7 @@
 #define TL_DEFAULT_RINGBUF_KIB 4096          /* ring-buffer-kib */
 #define TL_DEFAULT_MAX_EVENTS 20000          /* max-events-per-timeline */
 #define TL_DEFAULT_JOURNAL_FSYNC_MS 200      /* journal-fsync-ms */
+#define TL_DEFAULT_ACCESS_LOG_CONTAINER "istio-proxy" /* access-log-container */
 
 /* --http-capture: when the syscall programs that see HTTP on the Pods'
  * sockets are attached (docs/http-capture.md). */
