@@ -28,6 +28,7 @@
 #include "drain-conn.h"
 #include "event.h"
 #include "http-server.h"
+#include "json-util.h"
 #include "kube.h"
 #include "log.h"
 #include "loop.h"
@@ -98,12 +99,9 @@ static void attribute(struct agent *a, struct tl_event *ev)
 
 static const char *meta_pod_ip(struct json_object *meta)
 {
-	struct json_object *pod, *ip;
+	const char *ip = tl_json_str(tl_json_get(meta, "pod"), "ip");
 
-	if (!meta || !json_object_object_get_ex(meta, "pod", &pod) ||
-	    !json_object_object_get_ex(pod, "ip", &ip) || json_object_get_string_len(ip) == 0)
-		return NULL;
-	return json_object_get_string(ip);
+	return ip && ip[0] ? ip : NULL;
 }
 
 static void schedule_ip_untrack(struct agent *a, const char *uid)
