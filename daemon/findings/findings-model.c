@@ -11,16 +11,10 @@
 
 #include "clock.h"
 #include "findings.h"
+#include "json-util.h"
 
-static const char *str_of(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
+/* Unlike tl_json_int(), a number written with a fraction counts too
+ * (truncated). */
 static bool int_of(struct json_object *o, const char *key, int64_t *ret)
 {
 	struct json_object *v;
@@ -33,18 +27,9 @@ static bool int_of(struct json_object *o, const char *key, int64_t *ret)
 	return true;
 }
 
-static bool bool_of(struct json_object *o, const char *key, bool dflt)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_boolean))
-		return dflt;
-	return json_object_get_boolean(v);
-}
-
 int64_t tl_event_time(struct json_object *ev)
 {
-	const char *t = str_of(ev, "time");
+	const char *t = tl_json_str(ev, "time");
 	int64_t ns;
 
 	if (!t || tl_time_parse(t, &ns) < 0)
@@ -146,15 +131,15 @@ static void read_request(struct tl_model *m, struct json_object *ev, int64_t t, 
 	}
 	r = &m->reqs[m->n_req++];
 	memset(r, 0, sizeof(*r));
-	r->id = str_of(ev, "requestId");
-	r->method = str_of(ev, "method");
-	r->path = str_of(ev, "path");
-	r->flags = str_of(ev, "responseFlags");
-	r->container = str_of(ev, "container");
-	r->source = str_of(ev, "source");
+	r->id = tl_json_str(ev, "requestId");
+	r->method = tl_json_str(ev, "method");
+	r->path = tl_json_str(ev, "path");
+	r->flags = tl_json_str(ev, "responseFlags");
+	r->container = tl_json_str(ev, "container");
+	r->source = tl_json_str(ev, "source");
 	r->ctr = ci;
 	r->start_ns = t;
-	start = str_of(ev, "start");
+	start = tl_json_str(ev, "start");
 	if (start && tl_time_parse(start, &v) == 0)
 		r->start_ns = v;
 	r->end_ns = r->start_ns;
@@ -167,7 +152,7 @@ static void read_request(struct tl_model *m, struct json_object *ev, int64_t t, 
 	}
 	if (int_of(ev, "status", &v) && v >= 0 && v < 1000)
 		r->status = (int)v;
-	dir = str_of(ev, "direction");
+	dir = tl_json_str(ev, "direction");
 	r->inbound = !dir || strcmp(dir, "outbound") != 0;
 	r->failed = r->status == 0 || r->status >= 500 || flags_failed(r->flags);
 	if (r->failed)
@@ -185,7 +170,7 @@ static void read_slices(struct tl_model *m, struct json_object *events, const in
 
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *ev = json_object_array_get_idx(events, i);
-		const char *type = str_of(ev, "type"), *slice = str_of(ev, "endpointSlice");
+		const char *type = tl_json_str(ev, "type"), *slice = tl_json_str(ev, "endpointSlice");
 		int64_t t = times[i];
 		int k;
 
@@ -204,9 +189,9 @@ static void read_slices(struct tl_model *m, struct json_object *events, const in
 			removed[k] = t;
 		} else if (strcmp(type, "endpoint.condition") == 0) {
 			removed[k] = 0; /* back in the slice */
-			if (!bool_of(ev, "ready", true) && !m->ready_false_ns)
+			if (!tl_json_bool(ev, "ready", true) && !m->ready_false_ns)
 				m->ready_false_ns = t;
-			if (!bool_of(ev, "serving", true) && !m->serving_false_ns)
+			if (!tl_json_bool(ev, "serving", true) && !m->serving_false_ns)
 				m->serving_false_ns = t;
 		}
 	}
@@ -275,15 +260,15 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 	    !json_object_is_type(events, json_type_array))
 		return -EINVAL;
 	n = json_object_array_length(events);
-	m->complete = bool_of(doc, "complete", false);
+	m->complete = tl_json_bool(doc, "complete", false);
 	if (!m->complete) {
 		read_loss(m);
 		if (!m->incomplete_why[0])
 			set_incomplete(m, "the agent marked it incomplete");
 	}
 	if (json_object_object_get_ex(doc, "pod", &pod)) {
-		m->ns = str_of(pod, "namespace");
-		m->name = str_of(pod, "name");
+		m->ns = tl_json_str(pod, "namespace");
+		m->name = tl_json_str(pod, "name");
 		if (int_of(pod, "terminationGracePeriodSeconds", &grace) && grace >= 0 &&
 		    grace < 1000000)
 			m->grace_s = (int)grace;
@@ -292,14 +277,14 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 	    json_object_is_type(ctrs, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(ctrs); i++) {
 			struct json_object *c = json_object_array_get_idx(ctrs, i);
-			const char *name = str_of(c, "name");
+			const char *name = tl_json_str(c, "name");
 
 			if (name && tl_model_ctr(m, name) < 0)
-				add_container(m, name, str_of(c, "role"));
+				add_container(m, name, tl_json_str(c, "role"));
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		const char *type = str_of(json_object_array_get_idx(events, i), "type");
+		const char *type = tl_json_str(json_object_array_get_idx(events, i), "type");
 
 		if (type && strcmp(type, "http.request") == 0)
 			n_http++;
@@ -321,7 +306,7 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 	/* First pass: the reference (deletion) and the first SIGTERM. */
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *ev = json_object_array_get_idx(events, i);
-		const char *type = str_of(ev, "type");
+		const char *type = tl_json_str(ev, "type");
 		int64_t t = times[i];
 
 		if (!type || !t)
@@ -345,7 +330,7 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *ev = json_object_array_get_idx(events, i);
-		const char *type = str_of(ev, "type"), *cname = str_of(ev, "container");
+		const char *type = tl_json_str(ev, "type"), *cname = tl_json_str(ev, "container");
 		int64_t t = times[i], pid = 0, port = 0;
 		struct tl_ctr *c;
 		int ci;
@@ -366,7 +351,7 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 			c->sandbox = true;
 		int_of(ev, "pid", &pid);
 		if (strcmp(type, "process.signal") == 0) {
-			const char *sig = str_of(ev, "signal"), *res = str_of(ev, "result");
+			const char *sig = tl_json_str(ev, "signal"), *res = tl_json_str(ev, "result");
 
 			if (!sig)
 				continue;
@@ -413,9 +398,9 @@ int tl_model_build(struct json_object *doc, struct tl_model *m)
 	/* Second pass: what happened after the reference. */
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *ev = json_object_array_get_idx(events, i);
-		const char *type = str_of(ev, "type");
+		const char *type = tl_json_str(ev, "type");
 		int64_t t = times[i], port = 0;
-		int ci = tl_model_ctr(m, str_of(ev, "container"));
+		int ci = tl_model_ctr(m, tl_json_str(ev, "container"));
 		struct tl_ctr *c;
 
 		if (!type || !t || ci < 0)
