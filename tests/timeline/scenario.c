@@ -157,7 +157,12 @@ int scn_termination(struct tl_timelines *t, const char *uid, int64_t t0, bool wi
 
 bool scn_run_until(struct tl_loop *loop, bool (*pred)(void *ud), void *ud)
 {
-	for (int i = 0; i < 600; i++) {
+	/* A deadline in time, not a count of iterations: with a 10 ms timer
+	 * armed, 600 iterations are 6 s, too short for a 50k-event document
+	 * written a chunk per iteration under a sanitizer on a busy machine. */
+	int64_t deadline = tl_now_boot_ns() + 60LL * 1000000000LL;
+
+	while (tl_now_boot_ns() < deadline) {
 		if (pred(ud))
 			return true;
 		tl_loop_run_once(loop, 100);

@@ -25,7 +25,7 @@ struct json_object *scn_meta(const char *ns, const char *name, const char *uid);
  * distinct events added. */
 int scn_termination(struct tl_timelines *t, const char *uid, int64_t t0, bool with_deleted);
 
-/* Runs the loop until pred(ud) or about 60 s of iterations passed. */
+/* Runs the loop until pred(ud) or 60 s passed. */
 bool scn_run_until(struct tl_loop *loop, bool (*pred)(void *ud), void *ud);
 
 /* Temp directory under TMPDIR; caller frees. */
