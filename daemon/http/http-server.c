@@ -436,6 +436,7 @@ static void conn_cb(void *cls, struct MHD_Connection *conn, void **socket_contex
 		h->conns = c;
 		h->nconns++;
 		h->nlocal += c->local;
+		tl_metric_set("termline_http_connections_open", NULL, (int64_t)h->nconns);
 		*socket_context = c;
 		return;
 	}
@@ -449,6 +450,7 @@ static void conn_cb(void *cls, struct MHD_Connection *conn, void **socket_contex
 		c->next->prev = c->prev;
 	h->nconns--;
 	h->nlocal -= c->local;
+	tl_metric_set("termline_http_connections_open", NULL, (int64_t)h->nconns);
 	free(c);
 	*socket_context = NULL;
 }
@@ -548,6 +550,8 @@ int tl_http_new(const struct tl_http_config *cfg, struct tl_loop *loop, struct t
 			   "HTTP connections refused: the general slots were taken");
 	tl_metric_describe("termline_http_header_timeouts_total", TL_METRIC_COUNTER,
 			   "HTTP connections closed because a request header came too slowly");
+	tl_metric_describe("termline_http_connections_open", TL_METRIC_GAUGE,
+			   "HTTP connections the server holds now (this scrape's included)");
 	h->mhd = MHD_start_daemon(flags, 0, accept_cb, h, handle, h,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONN_LIMIT,

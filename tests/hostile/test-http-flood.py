@@ -88,6 +88,10 @@ def settled(pid, port, fds0, rss0, what):
     # can take a while, but none outlives the header deadline by much
     E.wait_for(lambda: proc_fds(pid) <= fds0 + 2, HEADER_DEADLINE + 10,
                f"fds back near {fds0} after {what} (now {proc_fds(pid)})")
+    # every connection of the attack is gone: the next phase starts with all
+    # the general slots free (the scrape itself is the one left)
+    E.wait_for(lambda: metric(port, "termline_http_connections_open") <= 1, HEADER_DEADLINE + 10,
+               f"the server's connections closed after {what}")
     rss = proc_rss_kb(pid)
     # under ASan freed memory waits in a quarantine before reuse
     slack = 16 * 1024 + (160 * 1024 if os.environ.get("TERMLINE_SANITIZED") else 0)
