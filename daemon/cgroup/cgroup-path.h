@@ -3,7 +3,8 @@
 #include <stdbool.h>
 
 /* Parser for the cgroup v2 directory names the kubelet and the container
- * runtimes create (REFERENCE.md section 3). Pure: no I/O, no allocation.
+ * runtimes create (docs/architecture.md, "Attribution by cgroup"). Pure: no
+ * I/O, no allocation.
  *
  * Accepted layouts, below an optional prefix (a test directory,
  * system.slice, or the kubelet's --cgroup-root, which with the systemd driver
