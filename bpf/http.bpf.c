@@ -163,8 +163,9 @@ static __always_inline __u64 wake_flags(void)
 	return avail > ring_bytes / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-/* conn: the connection's state, to mark a loss on and to say one happened. */
-static __always_inline void emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 err,
+/* conn: the connection's state, to mark a loss on and to say one happened.
+ * Returns false when the record did not fit in the ring. */
+static __always_inline bool emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 err,
 				       struct tl_http_conn *conn)
 {
 	struct tl_http_rec *r = bpf_ringbuf_reserve(&http_events, sizeof(*r), 0);
@@ -174,7 +175,7 @@ static __always_inline void emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 e
 		count_drop(kind);
 		if (conn)
 			conn->lost = 1;
-		return;
+		return false;
 	}
 	r->kind = kind;
 	r->flags = conn && conn->lost ? TL_HTTP_RF_LOST : 0;
@@ -189,6 +190,7 @@ static __always_inline void emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 e
 	r->total = 0;
 	r->err = err;
 	bpf_ringbuf_submit(r, wake_flags());
+	return true;
 }
 
 /* The user buffer of a read/write-like call and its length. */
@@ -266,9 +268,20 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 			return 0;
 		sk_key = *skp;
 		bpf_map_delete_elem(&http_fds, &fd_key);
-		emit_small(TL_HTTP_REC_CLOSE, bpf_get_current_cgroup_id(), sk_key, 0,
-			   bpf_map_lookup_elem(&http_conns, &sk_key));
-		bpf_map_delete_elem(&http_conns, &sk_key);
+		conn = bpf_map_lookup_elem(&http_conns, &sk_key);
+		if (emit_small(TL_HTTP_REC_CLOSE, bpf_get_current_cgroup_id(), sk_key, 0, conn) ||
+		    !conn) {
+			bpf_map_delete_elem(&http_conns, &sk_key);
+			return 0;
+		}
+		/* The close did not fit in the ring: user space still holds
+		 * this connection's unanswered requests under the socket's
+		 * address, which the next socket allocated there reuses. Keep
+		 * only the loss mark, so that socket's first record tells user
+		 * space to drop them instead of pairing them with its answers. */
+		conn->state = 0;
+		conn->cont[0] = conn->cont[1] = 0;
+		conn->lost = 1;
 		return 0;
 	}
 	default:
