@@ -81,3 +81,29 @@ out:
 	close(fd);
 	return r;
 }
+
+int tl_write_all(int fd, const void *p, size_t len, size_t *ret_done)
+{
+	const char *c = p;
+	size_t done = 0;
+	int r = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, c + done, len - done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			break;
+		}
+		if (n == 0) {
+			r = -EIO;
+			break;
+		}
+		done += (size_t)n;
+	}
+	if (ret_done)
+		*ret_done = done;
+	return r;
+}

@@ -164,24 +164,6 @@ void writer_free(struct tl_loop *loop, struct writer *w)
 	free(w);
 }
 
-static int write_all_fd(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* The end: durable, then in place, then the rename itself durable. */
 static int writer_commit(struct writer *w)
 {
@@ -468,7 +450,7 @@ static int writer_step(struct timeline *tl)
 	q = document_write(&w->snap, &t->rec, &w->cur, &w->buf, WRITER_CHUNK);
 	if (q < 0)
 		return q;
-	r = write_all_fd(w->fd, w->buf.p, w->buf.len);
+	r = tl_write_all(w->fd, w->buf.p, w->buf.len, NULL);
 	if (r < 0)
 		return r;
 	/* Start writeback of this chunk now: the final fdatasync then finds

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "export-json.h"
+#include "fileio.h"
 
 bool tl_export_is_temp(const char *file)
 {
@@ -126,24 +127,6 @@ struct json_object *tl_export_pod(const char *uid, struct json_object *meta)
 	return pod;
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, data, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int tl_export_write_atomic(const char *dir, const char *file, const char *data, size_t len)
 {
 	char tmp[PATH_MAX], dst[PATH_MAX];
@@ -163,7 +146,7 @@ int tl_export_write_atomic(const char *dir, const char *file, const char *data, 
 	fd = mkostemps(tmp, (int)strlen(TL_EXPORT_TMP_SUFFIX), O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	r = write_all(fd, data, len);
+	r = tl_write_all(fd, data, len, NULL);
 	if (r < 0)
 		goto fail;
 	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "fileio.h"
 #include "journal.h"
 #include "tl-buf.h"
 
@@ -209,24 +210,6 @@ fail:
 	return r;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len, size_t *done)
-{
-	*done = 0;
-	while (*done < len) {
-		ssize_t n = write(fd, p + *done, len - *done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		*done += (size_t)n;
-	}
-	return 0;
-}
-
 int tl_journal_append_raw(struct tl_journal *j, const void *frames, size_t len)
 {
 	size_t done;
@@ -235,7 +218,7 @@ int tl_journal_append_raw(struct tl_journal *j, const void *frames, size_t len)
 	r = fd_acquire(j);
 	if (r < 0)
 		return r;
-	r = write_all(j->fd, frames, len, &done);
+	r = tl_write_all(j->fd, frames, len, &done);
 	if (r < 0 && done > 0) {
 		/* A partial frame (ENOSPC mid-write) is cut off; if that fails
 		 * too, the replay stops at it (its CRC or length is wrong). */
@@ -294,7 +277,7 @@ int tl_journal_rewrite(struct tl_journal *j, const void *frames, size_t len)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	r = write_all(fd, frames, len, &done);
+	r = tl_write_all(fd, frames, len, &done);
 	if (r == 0 && fdatasync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
