@@ -27,14 +27,26 @@ static bool int_of(struct json_object *o, const char *key, int64_t *ret)
 	return true;
 }
 
-int64_t tl_event_time(struct json_object *ev)
+/* The rules subtract any two times of a document. A hostile one may carry
+ * year 1 and year 2262, whose difference in nanoseconds overflows int64: only
+ * times after 1970 and before 2200 are taken, others read as absent (0). */
+#define MODEL_MAX_NS 7258118400000000000LL /* 2200-01-01T00:00:00Z */
+
+static bool model_time(const char *s, int64_t *ret_ns)
 {
-	const char *t = tl_json_str(ev, "time");
 	int64_t ns;
 
-	if (!t || tl_time_parse(t, &ns) < 0)
-		return 0;
-	return ns;
+	if (!s || tl_time_parse(s, &ns) < 0 || ns <= 0 || ns >= MODEL_MAX_NS)
+		return false;
+	*ret_ns = ns;
+	return true;
+}
+
+int64_t tl_event_time(struct json_object *ev)
+{
+	int64_t ns;
+
+	return model_time(tl_json_str(ev, "time"), &ns) ? ns : 0;
 }
 
 int tl_model_ctr(const struct tl_model *m, const char *name)
@@ -140,7 +152,7 @@ static void read_request(struct tl_model *m, struct json_object *ev, int64_t t, 
 	r->ctr = ci;
 	r->start_ns = t;
 	start = tl_json_str(ev, "start");
-	if (start && tl_time_parse(start, &v) == 0)
+	if (model_time(start, &v))
 		r->start_ns = v;
 	r->end_ns = r->start_ns;
 	if (json_object_object_get_ex(ev, "durationMs", &d) &&

@@ -54,7 +54,13 @@ static double rel(const struct tl_model *m, int64_t t)
  * a 2 s window is 2 s). */
 static long ceil_s(double s)
 {
-	long v = (long)ceil(s - 1e-6);
+	long v;
+
+	/* Document times are bounded (findings-model.c), so this is a guard
+	 * against NaN and a cast out of range, not a reachable value. */
+	if (!(s < 1e12))
+		return 1000000000000L;
+	v = (long)ceil(s - 1e-6);
 
 	return v < 0 ? 0 : v;
 }

@@ -322,6 +322,51 @@ START_TEST(no_deletion_event)
 }
 END_TEST
 
+/* A document's times go from year 1 to 2262: differences of two of them in
+ * nanoseconds overflow int64 (found by fuzz-findings). Times outside
+ * 1970..2200 read as absent, so the rules see only the sane events. */
+START_TEST(times_out_of_range)
+{
+	struct json_object *d = doc_new(true), *evs, *sane, *fs, *f, *e;
+	char extra[512];
+
+	/* a deletion in year 1, before everything: ignored */
+	e = json_tokener_parse("{\"source\":\"api\",\"gracePeriodSeconds\":6}");
+	json_object_object_add(e, "time", json_object_new_string("0001-01-01T00:00:00Z"));
+	json_object_object_add(e, "type", json_object_new_string("pod.deletion_requested"));
+	json_object_array_add(json_object_object_get(d, "events"), e);
+	sane = sidecar_race(true, true);
+	evs = json_object_object_get(sane, "events");
+	for (size_t i = 0; i < json_object_array_length(evs); i++)
+		json_object_array_add(json_object_object_get(d, "events"),
+				      json_object_get(json_object_array_get_idx(evs, i)));
+	json_object_put(sane);
+	/* a failed request whose start is in 2261: its start
+	 * is ignored, its event time (300 ms) stands */
+	snprintf(extra, sizeof(extra),
+		 "{\"source\":\"log\",\"requestId\":\"far\",\"status\":503,"
+		 "\"start\":\"2261-12-31T23:59:59.999Z\",\"durationMs\":2,"
+		 "\"direction\":\"inbound\",\"responseFlags\":\"UF\"}");
+	ev(d, 300, "http.request", "istio-proxy", extra);
+	/* and an event from after 2200 */
+	e = json_tokener_parse("{\"source\":\"kernel\",\"address\":\"0.0.0.0\",\"port\":8080}");
+	json_object_object_add(e, "time", json_object_new_string("2250-01-01T00:00:00Z"));
+	json_object_object_add(e, "type", json_object_new_string("socket.listen_closed"));
+	json_object_object_add(e, "container", json_object_new_string("app"));
+	json_object_array_add(json_object_object_get(d, "events"), e);
+
+	fs = compute(d);
+	f = find(fs, "requests_after_listener_closed");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_double_eq_tol(num(f, "listenerClosedS"), 0.1, 1e-9);
+	ck_assert_double_eq_tol(num(f, "firstFailedS"), 0.095, 1e-9);
+	ck_assert_double_eq_tol(num(f, "lastFailedS"), 0.702, 1e-9);
+	ck_assert_str_eq(ids_of(f), "inflight,at-close,r-300,far,r-700");
+	json_object_put(fs);
+	json_object_put(d);
+}
+END_TEST
+
 START_TEST(incomplete_in_every_finding)
 {
 	struct json_object *d = sidecar_race(true, false), *fs = compute(d);
@@ -509,6 +554,7 @@ int main(void)
 	tcase_add_test(tc, listener_closed_no_failures);
 	tcase_add_test(tc, no_deletion_event);
 	tcase_add_test(tc, incomplete_in_every_finding);
+	tcase_add_test(tc, times_out_of_range);
 	tcase_add_test(tc, sidecar_exit);
 	tcase_add_test(tc, traffic_before_ready);
 	tcase_add_test(tc, sigkill_and_ignored);
