@@ -713,21 +713,14 @@ const struct tl_cgroup_info *tl_cgroup_map_lookup(const struct tl_cgroup_map *ma
 	return e ? &e->info : NULL;
 }
 
-static const char *bare_id(const char *id)
-{
-	static const char *const schemes[] = { "containerd://", "cri-o://", "docker://" };
-
-	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-		if (strncmp(id, schemes[i], strlen(schemes[i])) == 0)
-			return id + strlen(schemes[i]);
-	return id;
-}
-
+/* The id as a cgroup leaf spells it: tl_container_id_bare() drops any
+ * "<runtime>://" as Kubernetes' ParseContainerID does, so a runtime the
+ * path parser does not name still matches its leaf by id. */
 static struct entry *find_leaf(const struct tl_cgroup_map *map, const char *container_id)
 {
-	const char *id = bare_id(container_id);
+	const char *id = tl_container_id_bare(container_id);
 
-	if (!id[0])
+	if (!id || !id[0])
 		return NULL;
 	for (size_t b = 0; b < map->nbuckets; b++)
 		for (struct entry *e = map->by_id[b]; e; e = e->next_id)

@@ -75,7 +75,8 @@ int tl_cgroup_map_process(struct tl_cgroup_map *map);
 /* NULL when unknown. Valid until the next loop iteration/scan. */
 const struct tl_cgroup_info *tl_cgroup_map_lookup(const struct tl_cgroup_map *map, uint64_t cgroup_id);
 /* The container's own leaf (not a nested cgroup, not conmon); bare id or
- * "containerd://<id>" / "cri-o://<id>" / "docker://<id>" as in containerStatuses. */
+ * "<runtime>://<id>" as in containerStatuses (any runtime name, e.g.
+ * "containerd://", "cri-o://", "docker://"); NULL for NULL or an empty id. */
 const struct tl_cgroup_info *tl_cgroup_map_lookup_container(const struct tl_cgroup_map *map,
 							    const char *container_id);
 /* The API side found the pod's sandbox (the leaf whose id is in no

@@ -313,6 +313,20 @@ START_TEST(map_initial_walk)
 	ck_assert_str_eq(info->path, LEAF3);
 	ck_assert_ptr_null(tl_cgroup_map_lookup_container(map, CID4));
 	ck_assert_ptr_null(tl_cgroup_map_lookup_container(map, "containerd://"));
+	/* bare, and with a runtime name the path parser does not know: the
+	 * leaf is found by its id (Kubernetes' "<type>://<id>") */
+	info = tl_cgroup_map_lookup_container(map, CID1);
+	ck_assert_ptr_nonnull(info);
+	ck_assert_str_eq(info->path, LEAF1);
+	info = tl_cgroup_map_lookup_container(map, "docker://" CID2);
+	ck_assert_ptr_nonnull(info);
+	ck_assert_str_eq(info->path, LEAF2);
+	info = tl_cgroup_map_lookup_container(map, "kata://" CID1);
+	ck_assert_ptr_nonnull(info);
+	ck_assert_str_eq(info->path, LEAF1);
+	ck_assert_ptr_null(tl_cgroup_map_lookup_container(map, "containerd://" CID4));
+	ck_assert_ptr_null(tl_cgroup_map_lookup_container(map, ""));
+	ck_assert_ptr_null(tl_cgroup_map_lookup_container(map, NULL));
 
 	ck_assert_int_eq(tl_cgroup_map_attach(map, loop), -EALREADY);
 	tl_cgroup_map_free(map);

@@ -346,6 +346,38 @@ START_TEST(json_members)
 }
 END_TEST
 
+/* The one rule for a container id's runtime prefix, for every caller: the
+ * cgroup map (API or bare form in, the leaf's id out), the Pod model and
+ * attribution (API form), the document (compares both). */
+static const struct {
+	const char *in, *out;
+} bare_cases[] = {
+	{ "containerd://abc", "abc" },
+	{ "cri-o://abc", "abc" },
+	{ "docker://abc", "abc" },
+	{ "kata://abc", "abc" },    /* any runtime name, as Kubernetes' ParseContainerID */
+	{ "abc", "abc" },           /* already bare: as is */
+	{ "containerd://", "" },    /* a scheme and no id: empty, never a match */
+	{ "", "" },
+	{ "a://b://c", "b://c" },   /* only the first "://" is the scheme's */
+};
+
+START_TEST(container_id_bare)
+{
+	ck_assert_str_eq(tl_container_id_bare(bare_cases[_i].in), bare_cases[_i].out);
+}
+END_TEST
+
+START_TEST(container_id_bare_null)
+{
+	const char *id = "abc";
+
+	ck_assert_ptr_null(tl_container_id_bare(NULL));
+	/* a bare id is returned itself, not a copy */
+	ck_assert_ptr_eq(tl_container_id_bare(id), id);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -358,6 +390,8 @@ static Suite *core_suite(void)
 	tc = tcase_create("event");
 	tcase_add_test(tc, event_json_roundtrip);
 	tcase_add_test(tc, event_from_json_rejects);
+	tcase_add_loop_test(tc, container_id_bare, 0, sizeof(bare_cases) / sizeof(bare_cases[0]));
+	tcase_add_test(tc, container_id_bare_null);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("loop");
 	tcase_add_test(tc, loop_timer_periodic);
