@@ -5,7 +5,6 @@
  * HTTP on libcurl's easy API: the CLI has nothing else to do meanwhile. */
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "errmsg.h"
 #include "fileio.h"
 #include "kubeconfig.h"
 #include "termline-config.h"
@@ -42,17 +42,6 @@ struct source {
 	char agent_for_node[256]; /* cache: the last node's agent */
 	char agent_node[256];
 };
-
-static void seterr(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
 
 void source_free(struct source *s)
 {
@@ -90,7 +79,7 @@ int source_open(const struct cli *cli, struct source **ret, char *err, size_t er
 	} else if (cli->from) {
 		s->kind = SRC_DIR;
 		if (stat(cli->from, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			seterr(err, errlen, "--from %s: not a directory or http:// URL", cli->from);
+			tl_err(err, errlen, "--from %s: not a directory or http:// URL", cli->from);
 			source_free(s);
 			return -ENOENT;
 		}
@@ -208,7 +197,7 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 		    s->kc, false, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000, &cr_,
 		    cerr, sizeof(cerr));
 		if (r < 0) {
-			seterr(err, errlen, "%s", cerr);
+			tl_err(err, errlen, "%s", cerr);
 			goto out;
 		}
 		if (kc->tls_server_name) {
@@ -290,7 +279,7 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 	SETOPT(s->easy, CURLOPT_HTTPHEADER, hdrs);
 	cr = curl_easy_perform(s->easy);
 	if (cr != CURLE_OK) {
-		seterr(err, errlen, "GET %s: %s", url,
+		tl_err(err, errlen, "GET %s: %s", url,
 		       b.over	 ? "answer larger than the limit"
 		       : ebuf[0] ? ebuf
 				 : curl_easy_strerror(cr));
@@ -300,12 +289,12 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 	if (curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK)
 		code = 0;
 	if (code == 404) {
-		seterr(err, errlen, "GET %s: 404 not found", url);
+		tl_err(err, errlen, "GET %s: 404 not found", url);
 		r = -ENOENT;
 		goto out;
 	}
 	if (code != 200) {
-		seterr(err, errlen, "GET %s: HTTP %ld%s%.200s", url, code, b.n ? ": " : "",
+		tl_err(err, errlen, "GET %s: HTTP %ld%s%.200s", url, code, b.n ? ": " : "",
 		       b.n ? b.p : "");
 		for (char *p = err; *p; p++)
 			if (*p == '\n' || *p == '\r')
@@ -322,7 +311,7 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 	if (!*ret || json_tokener_get_error(tok) != json_tokener_success) {
 		json_object_put(*ret);
 		*ret = NULL;
-		seterr(err, errlen, "GET %s: the answer is not JSON", url);
+		tl_err(err, errlen, "GET %s: the answer is not JSON", url);
 		r = -EBADMSG;
 		goto out;
 	}
@@ -450,8 +439,9 @@ static int dir_list(struct source *s, struct json_object *out, char *err, size_t
 	if (!d) {
 		if (errno == ENOENT)
 			return 0; /* a state dir with nothing closed yet */
-		seterr(err, errlen, "%s: %s", top, strerror(errno));
-		return -errno;
+		r = -errno; /* before the message: formatting may change errno */
+		tl_err(err, errlen, "%s: %s", top, strerror(-r));
+		return r;
 	}
 	while (r == 0 && (de = readdir(d))) {
 		char nsdir[4096 + 256];
@@ -505,7 +495,7 @@ static int agent_list(struct source *s, const char *prefix, const char *ns, cons
 		return r;
 	if (!json_object_object_get_ex(lst, "timelines", &arr) ||
 	    !json_object_is_type(arr, json_type_array)) {
-		seterr(err, errlen, "GET %s: no \"timelines\" array", path);
+		tl_err(err, errlen, "GET %s: no \"timelines\" array", path);
 		json_object_put(lst);
 		return -EBADMSG;
 	}
@@ -672,7 +662,7 @@ int source_get(struct source *s, const char *ns, const char *name, struct json_o
 			}
 		}
 		json_object_put(all);
-		seterr(err, errlen, "no timeline of %s/%s in %s", ns, name, s->dir);
+		tl_err(err, errlen, "no timeline of %s/%s in %s", ns, name, s->dir);
 		return -ENOENT;
 	}
 	if (seg(s->easy, ns, a, sizeof(a)) < 0 || seg(s->easy, name, b, sizeof(b)) < 0)
@@ -681,7 +671,7 @@ int source_get(struct source *s, const char *ns, const char *name, struct json_o
 		snprintf(path, sizeof(path), "/v1/timelines/%s/%s", a, b);
 		r = http_get_json(s, path, DOC_MAX, ret, err, errlen);
 		if (r == -ENOENT)
-			seterr(err, errlen, "no timeline of %s/%s at %s", ns, name, s->url);
+			tl_err(err, errlen, "no timeline of %s/%s at %s", ns, name, s->url);
 		return r;
 	}
 	/* the Pod's node, then that node's agent; a Pod already deleted is
@@ -714,7 +704,7 @@ int source_get(struct source *s, const char *ns, const char *name, struct json_o
 			r = http_get_json(s, path, DOC_MAX, ret, err, errlen);
 		}
 		if (r == -ENOENT)
-			seterr(err, errlen, "no timeline of %s/%s on %s agent%s", ns, name,
+			tl_err(err, errlen, "no timeline of %s/%s on %s agent%s", ns, name,
 			       json_object_array_length(names) ? "any" : "no",
 			       json_object_array_length(names) ? "" : "s found");
 		json_object_put(names);
@@ -726,7 +716,7 @@ int source_api_get(struct source *s, const char *path, struct json_object **ret,
 		   size_t errlen)
 {
 	if (s->kind != SRC_KUBE) {
-		seterr(err, errlen, "this needs the API server: use the kubeconfig, not --from");
+		tl_err(err, errlen, "this needs the API server: use the kubeconfig, not --from");
 		return -ENOTSUP;
 	}
 	return http_get_json(s, path, LIST_MAX, ret, err, errlen);
