@@ -1,18 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "kube-exec.h"
 #include "macro.h"
 
@@ -27,10 +24,9 @@ struct tl_kexec {
 	struct tl_loop *loop;
 	tl_kexec_done_cb done;
 	void *userdata;
-	char *command; /* for messages */
-	pid_t pid;     /* > 0 until reaped */
+	char *command;	       /* for messages */
+	struct tl_child child; /* pid > 0 until reaped */
 	int status;
-	int out_fd, pid_fd;
 	bool out_on_loop, pid_on_loop;
 	char *buf;
 	size_t len;
@@ -40,37 +36,24 @@ struct tl_kexec {
 
 static void kx_close_out(struct tl_kexec *x)
 {
-	if (x->out_fd < 0)
+	if (x->child.out_fd < 0)
 		return;
 	if (x->out_on_loop)
-		tl_loop_del_io(x->loop, x->out_fd);
+		tl_loop_del_io(x->loop, x->child.out_fd);
 	x->out_on_loop = false;
-	close(x->out_fd);
-	x->out_fd = -1;
+	close(x->child.out_fd);
+	x->child.out_fd = -1;
 }
 
 static void kx_close_pid(struct tl_kexec *x)
 {
-	if (x->pid_fd < 0)
+	if (x->child.pid_fd < 0)
 		return;
 	if (x->pid_on_loop)
-		tl_loop_del_io(x->loop, x->pid_fd);
+		tl_loop_del_io(x->loop, x->child.pid_fd);
 	x->pid_on_loop = false;
-	close(x->pid_fd);
-	x->pid_fd = -1;
-}
-
-/* SIGKILL cannot be refused: the wait after it is short. */
-static void kx_kill(struct tl_kexec *x)
-{
-	int status;
-
-	if (x->pid <= 0)
-		return;
-	kill(x->pid, SIGKILL);
-	while (waitpid(x->pid, &status, 0) < 0 && errno == EINTR)
-		;
-	x->pid = -1;
+	close(x->child.pid_fd);
+	x->child.pid_fd = -1;
 }
 
 void tl_kexec_free(struct tl_kexec *x)
@@ -79,7 +62,7 @@ void tl_kexec_free(struct tl_kexec *x)
 		return;
 	kx_close_out(x);
 	kx_close_pid(x);
-	kx_kill(x);
+	tl_child_kill(&x->child);
 	tl_timer_free(x->timer);
 	free(x->command);
 	free(x->buf);
@@ -100,11 +83,9 @@ static bool env_overridden(char *const *env, const char *entry)
 
 static int kx_spawn(struct tl_kexec *x, const struct tl_kube_exec *e, char *msg, size_t msglen)
 {
-	posix_spawn_file_actions_t fa;
 	char **envp = NULL, *info = NULL;
 	size_t nenv = 0, nadd = 0, k = 0;
-	int pfd[2] = { -1, -1 }, r;
-	bool fa_ok = false;
+	int r;
 
 	for (char **p = environ; p && *p; p++)
 		nenv++;
@@ -131,46 +112,16 @@ static int kx_spawn(struct tl_kexec *x, const struct tl_kube_exec *e, char *msg,
 	envp[k++] = info;
 	envp[k] = NULL;
 
-	/* O_CLOEXEC: neither end may leak into other children (or into this
-	 * one past the dup2), or the end of output would never be seen. */
-	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0) {
-		r = -errno;
-		goto out;
-	}
-	r = -posix_spawn_file_actions_init(&fa);
-	if (r < 0)
-		goto out;
-	fa_ok = true;
-	r = -posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
-	if (r == 0)
-		r = -posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (r < 0)
-		goto out;
-	r = -posix_spawnp(&x->pid, e->command, &fa, NULL, e->argv, envp);
+	/* Searched in PATH as kubectl does. A pidfd tells the loop of the
+	 * exit; without one (kernel < 5.3) the exit is polled. */
+	r = tl_child_spawn(e->command, true, e->argv, envp, &x->child);
 	if (r < 0) {
-		x->pid = -1;
 		snprintf(msg, msglen, "cannot run %s: %s", e->command, strerror(-r));
 		goto out;
 	}
-	x->out_fd = pfd[0];
-	pfd[0] = -1;
-	/* A pidfd tells the loop of the exit; without one (kernel < 5.3) the
-	 * exit is polled. The child is ours and not reaped: no pid reuse. */
-	x->pid_fd = (int)syscall(SYS_pidfd_open, x->pid, 0);
-	if (x->pid_fd >= 0 && fcntl(x->pid_fd, F_SETFD, FD_CLOEXEC) < 0) {
-		close(x->pid_fd);
-		x->pid_fd = -1;
-	}
 	x->deadline_ms = tl_now_mono_ms() +
 			 (uint64_t)(e->timeout_ms > 0 ? e->timeout_ms : KX_TIMEOUT_MS);
-	r = 0;
 out:
-	if (fa_ok)
-		posix_spawn_file_actions_destroy(&fa);
-	if (pfd[0] >= 0)
-		close(pfd[0]);
-	if (pfd[1] >= 0)
-		close(pfd[1]);
 	free(info);
 	free(envp);
 	return r;
@@ -182,8 +133,8 @@ static int kx_new(const struct tl_kube_exec *e, struct tl_kexec **ret)
 
 	if (!x)
 		return -ENOMEM;
-	x->pid = -1;
-	x->out_fd = x->pid_fd = -1;
+	x->child.pid = -1;
+	x->child.out_fd = x->child.pid_fd = -1;
 	x->command = strdup(e->command);
 	x->buf = malloc(KX_MAX_OUTPUT + 1);
 	if (!x->command || !x->buf) {
@@ -198,7 +149,7 @@ static int kx_new(const struct tl_kube_exec *e, struct tl_kexec **ret)
 static int kx_read(struct tl_kexec *x, char *msg, size_t msglen)
 {
 	for (;;) {
-		ssize_t n = read(x->out_fd, x->buf + x->len, KX_MAX_OUTPUT - x->len);
+		ssize_t n = read(x->child.out_fd, x->buf + x->len, KX_MAX_OUTPUT - x->len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -221,20 +172,11 @@ static int kx_read(struct tl_kexec *x, char *msg, size_t msglen)
 /* 1 once the child is reaped. */
 static int kx_reap(struct tl_kexec *x)
 {
-	pid_t w;
+	int r = tl_child_reap(&x->child, &x->status);
 
-	if (x->pid <= 0)
-		return 1;
-	do
-		w = waitpid(x->pid, &x->status, WNOHANG);
-	while (w < 0 && errno == EINTR);
-	if (w < 0)
-		return -errno;
-	if (w == 0)
-		return 0;
-	x->pid = -1;
-	kx_close_pid(x);
-	return 1;
+	if (r == 1)
+		kx_close_pid(x);
+	return r;
 }
 
 /* After end of output and exit: the output, or why not. */
@@ -261,11 +203,11 @@ int tl_kexec_run(const struct tl_kube_exec *e, char **ret_out, char *msg, size_t
 		return r;
 	r = kx_spawn(x, e, msg, msglen);
 	while (r == 0) {
-		struct pollfd p = { .fd = x->out_fd >= 0 ? x->out_fd : x->pid_fd, .events = POLLIN };
+		struct pollfd p = { .fd = x->child.out_fd >= 0 ? x->child.out_fd : x->child.pid_fd, .events = POLLIN };
 		uint64_t now = tl_now_mono_ms();
 		int wait;
 
-		if (x->out_fd < 0) {
+		if (x->child.out_fd < 0) {
 			r = kx_reap(x);
 			if (r != 0)
 				break;
@@ -285,7 +227,7 @@ int tl_kexec_run(const struct tl_kube_exec *e, char **ret_out, char *msg, size_t
 			r = -errno;
 			break;
 		}
-		if (x->out_fd >= 0) {
+		if (x->child.out_fd >= 0) {
 			r = kx_read(x, msg, msglen);
 			if (r > 0)
 				r = 0;
@@ -307,7 +249,7 @@ static void kx_finish(struct tl_kexec *x, int res, const char *msg)
 		res = kx_result(x, &out, m, sizeof(m));
 	kx_close_out(x);
 	kx_close_pid(x);
-	kx_kill(x);
+	tl_child_kill(&x->child);
 	tl_timer_disarm(x->timer);
 	x->done(x->userdata, res, out, m[0] ? m : strerror(-res));
 }
@@ -321,7 +263,7 @@ static void kx_await_exit(struct tl_kexec *x)
 		kx_finish(x, r < 0 ? r : 0, NULL);
 		return;
 	}
-	if (x->pid_fd >= 0)
+	if (x->child.pid_fd >= 0)
 		return; /* already on the loop */
 	tl_timer_arm(x->timer, KX_REAP_POLL_MS, 0);
 }
@@ -348,7 +290,7 @@ static int kx_pid_cb(struct tl_loop *loop _unused_, int fd _unused_, uint32_t ev
 
 	/* the exit may come before the end of output is read: that is the
 	 * out callback's to notice */
-	if (x->out_fd >= 0) {
+	if (x->child.out_fd >= 0) {
 		kx_close_pid(x);
 		return 0;
 	}
@@ -364,7 +306,7 @@ static void kx_timer_cb(struct tl_loop *loop _unused_, struct tl_timer *t _unuse
 	uint64_t now = tl_now_mono_ms();
 	char msg[256];
 
-	if (x->out_fd < 0) {
+	if (x->child.out_fd < 0) {
 		int r = kx_reap(x);
 
 		if (r != 0) {
@@ -378,7 +320,7 @@ static void kx_timer_cb(struct tl_loop *loop _unused_, struct tl_timer *t _unuse
 		return;
 	}
 	/* polling the exit (no pidfd) or waiting for the deadline */
-	tl_timer_arm(x->timer, x->out_fd < 0 && x->pid_fd < 0 &&
+	tl_timer_arm(x->timer, x->child.out_fd < 0 && x->child.pid_fd < 0 &&
 				       x->deadline_ms - now > KX_REAP_POLL_MS ?
 			       KX_REAP_POLL_MS : x->deadline_ms - now, 0);
 }
@@ -402,12 +344,12 @@ int tl_kexec_start(struct tl_loop *loop, const struct tl_kube_exec *e, tl_kexec_
 			      &x->timer);
 	if (r < 0)
 		goto fail;
-	r = tl_loop_add_io(loop, x->out_fd, EPOLLIN, kx_out_cb, x);
+	r = tl_loop_add_io(loop, x->child.out_fd, EPOLLIN, kx_out_cb, x);
 	if (r < 0)
 		goto fail;
 	x->out_on_loop = true;
-	if (x->pid_fd >= 0) {
-		r = tl_loop_add_io(loop, x->pid_fd, EPOLLIN, kx_pid_cb, x);
+	if (x->child.pid_fd >= 0) {
+		r = tl_loop_add_io(loop, x->child.pid_fd, EPOLLIN, kx_pid_cb, x);
 		if (r < 0)
 			goto fail;
 		x->pid_on_loop = true;

@@ -9,7 +9,8 @@
  * /dev/null, stdout a pipe (at most 1 MiB is read), KUBERNETES_EXEC_INFO
  * added to the environment, killed at its deadline (e->timeout_ms, 0 =
  * 30 s). Exit and end of output are both awaited: a plugin that closes
- * its output but lingers is held to the same deadline. */
+ * its output but lingers is held to the same deadline. Started by
+ * tl_child_spawn() (child.h): without the agent's blocked signals. */
 struct tl_kexec;
 
 /* The run is over and the child reaped. res 0: out is the plugin's output,
