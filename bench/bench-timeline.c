@@ -108,6 +108,7 @@ static int pod_gen_meta(struct tl_timelines *t, const struct pod_gen *g)
 {
 	char buf[1024];
 	struct json_object *meta;
+	struct tl_pod_meta *pm = NULL;
 	int r, n;
 
 	n = snprintf(buf, sizeof(buf),
@@ -123,8 +124,12 @@ static int pod_gen_meta(struct tl_timelines *t, const struct pod_gen *g)
 	meta = json_tokener_parse(buf);
 	if (!meta)
 		return -EINVAL;
-	r = tl_timelines_set_pod_meta(t, g->uid, meta);
+	/* the journal record's form, read by its decoder */
+	r = tl_pod_meta_from_json(meta, g->uid, &pm);
 	json_object_put(meta);
+	if (r == 0)
+		r = tl_timelines_set_pod_meta(t, g->uid, pm);
+	tl_pod_meta_unref(pm);
 	return r;
 }
 

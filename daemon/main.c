@@ -28,7 +28,6 @@
 #include "drain-conn.h"
 #include "event.h"
 #include "http-server.h"
-#include "json-util.h"
 #include "kube.h"
 #include "log.h"
 #include "loop.h"
@@ -97,16 +96,14 @@ static void attribute(struct agent *a, struct tl_event *ev)
 		tl_attr_event(a->attr, ev, tl_now_real_ns());
 }
 
-static const char *meta_pod_ip(struct json_object *meta)
+static const char *meta_pod_ip(const struct tl_pod_meta *meta)
 {
-	const char *ip = tl_json_str(tl_json_get(meta, "pod"), "ip");
-
-	return ip && ip[0] ? ip : NULL;
+	return meta && meta->ip[0] ? meta->ip : NULL;
 }
 
 static void schedule_ip_untrack(struct agent *a, const char *uid)
 {
-	struct json_object *meta = tl_kube_pod_meta(a->kube, uid);
+	struct tl_pod_meta *meta = tl_kube_pod_meta(a->kube, uid);
 	const char *ip = meta_pod_ip(meta);
 
 	/* Resets can still land during the linger; a few seconds more for
@@ -114,7 +111,7 @@ static void schedule_ip_untrack(struct agent *a, const char *uid)
 	if (ip && a->bpf && a->attr)
 		tl_attr_ip_expire_at(a->attr, ip, uid,
 				     tl_now_real_ns() + ((int64_t)a->opts.linger_s + 5) * 1000000000LL);
-	json_object_put(meta);
+	tl_pod_meta_unref(meta);
 }
 
 static const char *attr_pod_by_ip(void *ud, const char *ip)
@@ -242,36 +239,31 @@ static void on_cgroup_removed(void *userdata, const struct tl_cgroup_info *info)
 static void on_pod_changed(void *userdata, const char *uid)
 {
 	struct agent *a = userdata;
-	struct json_object *meta;
+	struct tl_pod_meta *shared, *meta;
 
 	if (!a->timelines || !a->kube)
 		return;
-	meta = tl_kube_pod_meta(a->kube, uid);
+	shared = tl_kube_pod_meta(a->kube, uid);
+	if (!shared)
+		return;
+	/* The pause container's leaf looks like any other. */
+	if (a->attr && tl_attr_mark_sandbox(a->attr, uid, shared) > 0)
+		tl_debug("pod %s: sandbox container marked", uid);
+	/* The API only knows container IDs; the cgroup map knows their
+	 * cgroups. The model's metadata is shared: a copy gets them. */
+	meta = tl_pod_meta_dup(shared);
+	tl_pod_meta_unref(shared);
 	if (!meta)
 		return;
-	/* The API only knows container IDs; the cgroup map knows their ids. */
-	struct json_object *containers;
+	for (uint32_t i = 0; i < meta->n_containers; i++) {
+		struct tl_pod_container *c = &meta->containers[i];
+		const struct tl_cgroup_info *info;
 
-	if (json_object_object_get_ex(meta, "containers", &containers) &&
-	    json_object_is_type(containers, json_type_array)) {
-		size_t n = json_object_array_length(containers);
-
-		/* The pause container's leaf looks like any other. */
-		if (a->attr && tl_attr_mark_sandbox(a->attr, uid, containers) > 0)
-			tl_debug("pod %s: sandbox container marked", uid);
-
-		for (size_t i = 0; i < n; i++) {
-			struct json_object *c = json_object_array_get_idx(containers, i), *id;
-			const struct tl_cgroup_info *info;
-
-			if (!json_object_object_get_ex(c, "containerID", &id) ||
-			    !json_object_get_string(id))
-				continue;
-			info = tl_cgroup_map_lookup_container(a->cgroups, json_object_get_string(id));
-			if (info)
-				json_object_object_add(c, "cgroupId",
-						       json_object_new_int64((int64_t)info->cgroup_id));
-		}
+		if (!c->container_id[0])
+			continue;
+		info = tl_cgroup_map_lookup_container(a->cgroups, c->container_id);
+		if (info)
+			c->cgroup_id = info->cgroup_id;
 	}
 	/* Resets of refused connections carry only addresses: let the kernel
 	 * keep those that involve a Pod IP of this node. */
@@ -286,7 +278,7 @@ static void on_pod_changed(void *userdata, const char *uid)
 		}
 	}
 	tl_timelines_set_pod_meta(a->timelines, uid, meta);
-	json_object_put(meta);
+	tl_pod_meta_unref(meta);
 }
 
 static void on_clock_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unused_,
@@ -301,9 +293,9 @@ static void on_clock_timer(struct tl_loop *loop _unused_, struct tl_timer *t _un
 static bool pod_known(void *ud, const char *uid)
 {
 	struct agent *a = ud;
-	struct json_object *meta = tl_kube_pod_meta(a->kube, uid);
+	struct tl_pod_meta *meta = tl_kube_pod_meta(a->kube, uid);
 
-	json_object_put(meta);
+	tl_pod_meta_unref(meta);
 	return meta != NULL;
 }
 

@@ -162,26 +162,16 @@ void tl_attr_ip_expire(struct tl_attr *a, int64_t now_ns)
 
 struct sandbox_search {
 	const char *uid;
-	struct json_object *containers;
+	const struct tl_pod_meta *meta;
 	char found[4][TL_CONTAINER_ID_MAX];
 	int n;
 };
 
-static bool meta_has_container(struct json_object *containers, const char *bare_id)
+static bool meta_has_container(const struct tl_pod_meta *meta, const char *bare_id)
 {
-	size_t n = json_object_array_length(containers);
-
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *id;
-		const char *s;
-
-		if (!json_object_object_get_ex(json_object_array_get_idx(containers, i), "containerID",
-					       &id) ||
-		    !(s = json_object_get_string(id)))
-			continue;
-		if (strcmp(tl_container_id_bare(s), bare_id) == 0)
+	for (uint32_t i = 0; i < meta->n_containers; i++)
+		if (strcmp(tl_container_id_bare(meta->containers[i].container_id), bare_id) == 0)
 			return true;
-	}
 	return false;
 }
 
@@ -191,30 +181,26 @@ static int find_sandbox_leaf(void *userdata, const struct tl_cgroup_info *info)
 
 	if (info->parsed.kind != TL_CGROUP_CONTAINER || info->parsed.nested || info->parsed.conmon ||
 	    strcmp(info->parsed.pod_uid, ss->uid) != 0 ||
-	    meta_has_container(ss->containers, info->parsed.container_id))
+	    meta_has_container(ss->meta, info->parsed.container_id))
 		return 0;
 	if (ss->n < 4)
 		snprintf(ss->found[ss->n++], TL_CONTAINER_ID_MAX, "%s", info->parsed.container_id);
 	return 0;
 }
 
-int tl_attr_mark_sandbox(struct tl_attr *a, const char *uid, struct json_object *containers)
+int tl_attr_mark_sandbox(struct tl_attr *a, const char *uid, const struct tl_pod_meta *meta)
 {
-	struct sandbox_search ss = { .uid = uid, .containers = containers };
-	size_t n;
+	struct sandbox_search ss = { .uid = uid, .meta = meta };
 
-	if (!a->cgroups || !containers || !json_object_is_type(containers, json_type_array))
+	if (!a->cgroups || !uid || !meta)
 		return 0;
-	n = json_object_array_length(containers);
-	/* Only decidable once every container of the Pod has an id. */
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *id;
-
-		if (!json_object_object_get_ex(json_object_array_get_idx(containers, i), "containerID",
-					       &id) ||
-		    json_object_get_string_len(id) == 0)
+	/* Only decidable once every container of the Pod has an id, and
+	 * when the table holds every container the Pod has. */
+	if (meta->containers_dropped)
+		return 0;
+	for (uint32_t i = 0; i < meta->n_containers; i++)
+		if (!meta->containers[i].container_id[0])
 			return 0;
-	}
 	tl_cgroup_map_foreach(a->cgroups, find_sandbox_leaf, &ss);
 	/* More than one unknown leaf means something else is going on (a
 	 * container not in the status yet): mark nothing. */

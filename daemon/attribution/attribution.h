@@ -25,6 +25,7 @@
 
 #include "cgroup-map.h"
 #include "event.h"
+#include "pod-meta.h"
 
 #define TL_ATTR_TOMBSTONES 512
 #define TL_ATTR_TOMBSTONE_TTL_NS (60LL * 1000000000LL)
@@ -68,7 +69,7 @@ void tl_attr_ip_expire_at(struct tl_attr *a, const char *ip, const char *uid, in
 /* Takes out every IP due by now_ns, unless it now belongs to another Pod. */
 void tl_attr_ip_expire(struct tl_attr *a, int64_t now_ns);
 
-/* The Pod's container statuses (the API metadata's "containers" array):
- * marks the sandbox leaf when exactly one leaf of the Pod has an id in
- * none of them and every container has an id. Returns 1 when marked. */
-int tl_attr_mark_sandbox(struct tl_attr *a, const char *uid, struct json_object *containers);
+/* The Pod's containers (meta's table, every one with its id): marks the
+ * sandbox leaf when exactly one leaf of the Pod has an id in none of them
+ * and every container has an id. Returns 1 when marked. */
+int tl_attr_mark_sandbox(struct tl_attr *a, const char *uid, const struct tl_pod_meta *meta);

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "macro.h"
 #include "metrics.h"
+#include "pod-meta.h"
 
 /* Deleted Pods stay known (for late kernel events and the timeline) until
  * forgotten; beyond this many the oldest go. */
@@ -23,17 +24,8 @@
  * newest are ignored, counted and logged once, so a LIST of 10,000 Pods
  * cannot grow the agent without bound. */
 #define KP_MAX_PODS 1024
-#define KP_MAX_CONTAINERS 256
 #define KP_MAX_IPS 8
 #define KP_MAX_ENDPOINTS 1000 /* the EndpointSlice API limit per slice */
-
-struct kcontainer {
-	char *name;
-	const char *role;  /* "main", "sidecar", "init" */
-	char *full_id;     /* "containerd://..." or NULL */
-	char *bare_id;
-	const char *prestop; /* "exec", "httpGet", "sleep", "tcpSocket" or NULL */
-};
 
 struct kpod {
 	char *uid, *ns, *name;
@@ -45,9 +37,9 @@ struct kpod {
 	uint64_t deleted_seq;
 	struct json_object *conds;      /* condition type -> status */
 	struct json_object *terminated; /* keys of terminations already reported */
-	struct json_object *meta;       /* the timeline's pod + containers */
-	struct kcontainer *ctrs;
-	size_t nctrs;
+	/* the timeline's pod + containers; shared with main and the store,
+	 * never changed: a change is a new one */
+	struct tl_pod_meta *meta;
 };
 
 struct kep {
@@ -115,17 +107,10 @@ static void set_str_if(struct tl_event *ev, const char *k, const char *v)
 
 static void kpod_free_contents(struct kpod *p)
 {
-	for (size_t i = 0; i < p->nctrs; i++) {
-		free(p->ctrs[i].name);
-		free(p->ctrs[i].full_id);
-	}
-	free(p->ctrs);
-	p->ctrs = NULL;
-	p->nctrs = 0;
 	for (size_t i = 0; i < p->nips; i++)
 		free(p->ips[i]);
 	p->nips = 0;
-	json_object_put(p->meta);
+	tl_pod_meta_unref(p->meta);
 	p->meta = NULL;
 	json_object_put(p->conds);
 	p->conds = NULL;
@@ -143,14 +128,23 @@ static void kpod_free(struct kpod *p)
 	free(p);
 }
 
+/* The runtime's id of container i, or NULL; the key of by_id (it lives
+ * as long as the kpod's meta). */
+static const char *ctr_bare_id(const struct kpod *p, uint32_t i)
+{
+	return tl_kpods_bare_id(p->meta->containers[i].container_id);
+}
+
 static void unindex_pod(struct tl_kpods *m, struct kpod *p)
 {
 	void *v;
 
-	for (size_t i = 0; i < p->nctrs; i++)
-		if (p->ctrs[i].bare_id && lh_table_lookup_ex(m->by_id, p->ctrs[i].bare_id, &v) &&
-		    v == p)
-			lh_table_delete(m->by_id, p->ctrs[i].bare_id);
+	for (uint32_t i = 0; p->meta && i < p->meta->n_containers; i++) {
+		const char *id = ctr_bare_id(p, i);
+
+		if (id && lh_table_lookup_ex(m->by_id, id, &v) && v == p)
+			lh_table_delete(m->by_id, id);
+	}
 	for (size_t i = 0; i < p->nips; i++)
 		if (lh_table_lookup_ex(m->by_ip, p->ips[i], &v) && v == p)
 			lh_table_delete(m->by_ip, p->ips[i]);
@@ -160,8 +154,8 @@ static void index_pod(struct tl_kpods *m, struct kpod *p)
 {
 	void *v;
 
-	for (size_t i = 0; i < p->nctrs; i++) {
-		const char *id = p->ctrs[i].bare_id;
+	for (uint32_t i = 0; p->meta && i < p->meta->n_containers; i++) {
+		const char *id = ctr_bare_id(p, i);
 
 		if (!id)
 			continue;
@@ -180,15 +174,25 @@ static void index_pod(struct tl_kpods *m, struct kpod *p)
 	}
 }
 
-static const char *prestop_kind(struct json_object *c)
+static uint8_t prestop_kind(struct json_object *c)
 {
-	struct json_object *ps = tl_json_get(tl_json_get(c, "lifecycle"), "preStop");
-	static const char *const kinds[] = { "exec", "httpGet", "sleep", "tcpSocket" };
+	struct json_object *ps = tl_json_object(tl_json_object(c, "lifecycle"), "preStop");
+	static const uint8_t kinds[] = { TL_PRESTOP_EXEC, TL_PRESTOP_HTTP_GET, TL_PRESTOP_SLEEP,
+					 TL_PRESTOP_TCP_SOCKET };
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (tl_json_get(ps, kinds[i]))
+		if (tl_json_get(ps, tl_pod_prestop_name(kinds[i])))
 			return kinds[i];
-	return NULL;
+	return TL_PRESTOP_NONE;
+}
+
+/* A field of the API object dropped (over-long, or past a bound). */
+static void field_dropped(const char *field)
+{
+	char labels[64];
+
+	snprintf(labels, sizeof(labels), "field=\"%s\"", field);
+	tl_metric_add("termline_kube_pod_fields_dropped_total", labels, 1);
 }
 
 static const char *find_status_id(struct json_object *statuses, const char *name)
@@ -205,106 +209,77 @@ static const char *find_status_id(struct json_object *statuses, const char *name
 	return NULL;
 }
 
-static int add_containers(struct kpod *p, struct json_object *specs, struct json_object *statuses,
-			  bool init, size_t cap)
+/* Appends the Pod's containers of one list (init or app) to meta, in the
+ * spec's order, with the ids their statuses carry. */
+static void add_containers(struct tl_pod_meta *meta, struct json_object *specs,
+			   struct json_object *statuses, bool init)
 {
 	size_t n = specs ? json_object_array_length(specs) : 0;
 
-	for (size_t i = 0; i < n && p->nctrs < cap; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct json_object *c = json_object_array_get_idx(specs, i);
-		const char *name = tl_json_str(c, "name"), *id, *rp;
-		struct kcontainer *k;
+		const char *name = tl_json_str(c, "name"), *rp;
+		struct tl_pod_container *k;
 
-		if (!name || strlen(name) >= TL_NAME_MAX)
+		if (meta->n_containers == meta->cap_containers) {
+			meta->containers_dropped++;
+			field_dropped("containers");
 			continue;
-		k = &p->ctrs[p->nctrs];
+		}
+		k = &meta->containers[meta->n_containers];
 		memset(k, 0, sizeof(*k));
+		/* no usable name, nothing to tell it by */
+		if (!name || TL_POD_META_SET(k->name, name) < 0) {
+			meta->containers_dropped++;
+			field_dropped("containers");
+			continue;
+		}
 		rp = tl_json_str(c, "restartPolicy");
 		if (init)
-			k->role = rp && strcmp(rp, "Always") == 0 ? "sidecar" : "init";
+			k->role = rp && strcmp(rp, "Always") == 0 ? TL_ROLE_SIDECAR : TL_ROLE_INIT;
 		else
-			k->role = strcmp(name, "istio-proxy") == 0 ? "sidecar" : "main";
+			k->role = strcmp(name, "istio-proxy") == 0 ? TL_ROLE_SIDECAR : TL_ROLE_MAIN;
 		k->prestop = prestop_kind(c);
-		k->name = strdup(name);
-		if (!k->name)
-			return -ENOMEM;
-		id = find_status_id(statuses, name);
-		if (id && *id && strlen(id) < TL_CONTAINER_ID_MAX) {
-			k->full_id = strdup(id);
-			if (!k->full_id) {
-				free(k->name);
-				return -ENOMEM;
-			}
-			k->bare_id = (char *)tl_kpods_bare_id(k->full_id);
-		}
-		p->nctrs++;
+		/* an id too long for any runtime's is no id: the container is
+		 * kept, and found once its status carries a usable one */
+		if (TL_POD_META_SET(k->container_id, find_status_id(statuses, name)) < 0)
+			field_dropped("containerID");
+		meta->n_containers++;
 	}
-	return 0;
 }
 
-static struct json_object *build_meta(const struct kpod *p, struct json_object *obj,
-				      const char *node)
+static void fill_meta(const struct kpod *p, struct json_object *obj, const char *node,
+		      struct tl_pod_meta *meta)
 {
 	struct json_object *md = tl_json_get(obj, "metadata"), *spec = tl_json_get(obj, "spec");
-	struct json_object *doc = json_object_new_object(), *pod = json_object_new_object();
-	struct json_object *ctrs = json_object_new_array(), *owners = tl_json_array(md, "ownerReferences");
-	struct json_object *owner = NULL;
-	int64_t grace = 30;
+	struct json_object *owners = tl_json_array(md, "ownerReferences"), *owner = NULL;
 	const char *nn = tl_json_str(spec, "nodeName");
+	int64_t grace = 30;
 
-	if (!doc || !pod || !ctrs) {
-		json_object_put(doc);
-		json_object_put(pod);
-		json_object_put(ctrs);
-		return NULL;
-	}
-	json_object_object_add(doc, "pod", pod);
-	json_object_object_add(doc, "containers", ctrs);
-	json_object_object_add(pod, "namespace", json_object_new_string(p->ns));
-	json_object_object_add(pod, "name", json_object_new_string(p->name));
-	json_object_object_add(pod, "uid", json_object_new_string(p->uid));
-	json_object_object_add(pod, "node", json_object_new_string(nn ? nn : node));
-	json_object_object_add(pod, "ip", json_object_new_string(p->nips ? p->ips[0] : ""));
+	/* ns, name (checked by pod_apply), uid (< TL_UID_MAX) and the first
+	 * IP (< 64) fit; the node is ours (pod_on_node) */
+	TL_POD_META_SET(meta->ns, p->ns);
+	TL_POD_META_SET(meta->name, p->name);
+	TL_POD_META_SET(meta->uid, p->uid);
+	TL_POD_META_SET(meta->node, nn ? nn : node);
+	TL_POD_META_SET(meta->ip, p->nips ? p->ips[0] : "");
 	for (size_t i = 0; owners && i < json_object_array_length(owners); i++) {
 		struct json_object *o = json_object_array_get_idx(owners, i);
 
 		if (!owner || tl_json_bool(o, "controller", false))
 			owner = o;
 	}
-	if (owner && tl_json_str(owner, "kind") && tl_json_str(owner, "name")) {
-		struct json_object *oj = json_object_new_object();
-
-		if (oj) {
-			json_object_object_add(oj, "kind", json_object_new_string(tl_json_str(owner, "kind")));
-			json_object_object_add(oj, "name", json_object_new_string(tl_json_str(owner, "name")));
-		}
-		json_object_object_add(pod, "owner", oj);
-	} else
-		json_object_object_add(pod, "owner", NULL);
+	if (owner && tl_json_str(owner, "kind") && tl_json_str(owner, "name") &&
+	    (TL_POD_META_SET(meta->owner_kind, tl_json_str(owner, "kind")) < 0 ||
+	     TL_POD_META_SET(meta->owner_name, tl_json_str(owner, "name")) < 0)) {
+		meta->owner_kind[0] = meta->owner_name[0] = '\0';
+		field_dropped("owner");
+	}
 	/* the API server defaults it to 30 when the manifest leaves it out */
 	tl_json_int(spec, "terminationGracePeriodSeconds", &grace);
-	json_object_object_add(pod, "terminationGracePeriodSeconds", json_object_new_int64(grace));
-	{
-		/* the sidecar's drain settings, as the Pod declares them */
-		struct json_object *istio = tl_kube_istio_settings(tl_json_get(md, "annotations"));
-
-		if (istio)
-			json_object_object_add(pod, "istio", istio);
-	}
-	for (size_t i = 0; i < p->nctrs; i++) {
-		const struct kcontainer *k = &p->ctrs[i];
-		struct json_object *c = json_object_new_object();
-
-		if (!c)
-			continue;
-		json_object_object_add(c, "name", json_object_new_string(k->name));
-		json_object_object_add(c, "containerID", json_object_new_string(k->full_id ? k->full_id : ""));
-		json_object_object_add(c, "role", json_object_new_string(k->role));
-		json_object_object_add(c, "cgroupId", json_object_new_int64(0));
-		json_object_object_add(c, "preStop", k->prestop ? json_object_new_string(k->prestop) : NULL);
-		json_object_array_add(ctrs, c);
-	}
-	return doc;
+	meta->grace_s = grace >= 0 ? grace : -1;
+	/* the sidecar's drain settings, as the Pod declares them */
+	meta->istio = tl_kube_istio_settings(tl_json_get(md, "annotations"));
 }
 
 /* Parses the parts of a Pod we track into a fresh kpod (no uid/terminated). */
@@ -313,7 +288,6 @@ static int parse_pod(struct tl_kpods *m, struct json_object *obj, struct kpod *p
 	struct json_object *md = tl_json_get(obj, "metadata"), *spec = tl_json_get(obj, "spec");
 	struct json_object *st = tl_json_get(obj, "status"), *conds, *ips;
 	size_t n;
-	int r;
 
 	struct json_object *ic = tl_json_array(spec, "initContainers"), *cs = tl_json_array(spec, "containers");
 	size_t nc = (ic ? json_object_array_length(ic) : 0) + (cs ? json_object_array_length(cs) : 0);
@@ -321,10 +295,8 @@ static int parse_pod(struct tl_kpods *m, struct json_object *obj, struct kpod *p
 	p->deleting = tl_json_str(md, "deletionTimestamp") != NULL;
 	p->conds = json_object_new_object();
 	/* what the Pod has, not the most it may have */
-	if (nc > KP_MAX_CONTAINERS)
-		nc = KP_MAX_CONTAINERS;
-	p->ctrs = nc ? calloc(nc, sizeof(*p->ctrs)) : NULL;
-	if (!p->conds || (nc && !p->ctrs))
+	p->meta = tl_pod_meta_new(nc > TL_POD_CONTAINERS_MAX ? TL_POD_CONTAINERS_MAX : (uint32_t)nc);
+	if (!p->conds || !p->meta)
 		return -ENOMEM;
 	conds = tl_json_array(st, "conditions");
 	n = conds ? json_object_array_length(conds) : 0;
@@ -340,24 +312,22 @@ static int parse_pod(struct tl_kpods *m, struct json_object *obj, struct kpod *p
 	for (size_t i = 0; i < n && p->nips < KP_MAX_IPS; i++) {
 		const char *ip = tl_json_str(json_object_array_get_idx(ips, i), "ip");
 
-		if (ip && *ip && strlen(ip) < 64 && !(p->ips[p->nips] = strdup(ip)))
+		if (ip && *ip && strlen(ip) < TL_POD_IP_MAX && !(p->ips[p->nips] = strdup(ip)))
 			return -ENOMEM;
-		if (ip && *ip && strlen(ip) < 64)
+		if (ip && *ip && strlen(ip) < TL_POD_IP_MAX)
 			p->nips++;
 	}
-	if (p->nips == 0 && tl_json_str(st, "podIP") && *tl_json_str(st, "podIP") && strlen(tl_json_str(st, "podIP")) < 64) {
+	if (p->nips == 0 && tl_json_str(st, "podIP") && *tl_json_str(st, "podIP") &&
+	    strlen(tl_json_str(st, "podIP")) < TL_POD_IP_MAX) {
 		p->ips[0] = strdup(tl_json_str(st, "podIP"));
 		if (!p->ips[0])
 			return -ENOMEM;
 		p->nips = 1;
 	}
-	r = add_containers(p, ic, tl_json_array(st, "initContainerStatuses"), true, nc);
-	if (r == 0)
-		r = add_containers(p, cs, tl_json_array(st, "containerStatuses"), false, nc);
-	if (r < 0)
-		return r;
-	p->meta = build_meta(p, obj, m->node);
-	return p->meta ? 0 : -ENOMEM;
+	add_containers(p->meta, ic, tl_json_array(st, "initContainerStatuses"), true);
+	add_containers(p->meta, cs, tl_json_array(st, "containerStatuses"), false);
+	fill_meta(p, obj, m->node, p->meta);
+	return 0;
 }
 
 static void emit_terminated(struct tl_kpods *m, struct kpod *p, struct json_object *status,
@@ -542,6 +512,12 @@ static struct kpod *pod_apply(struct tl_kpods *m, struct json_object *obj, bool 
 
 	if (!uid || !*uid || strlen(uid) >= TL_UID_MAX || !ns || !name)
 		return NULL;
+	/* past Kubernetes' own limits it is no Pod the kubelet runs; a cut
+	 * name would be another Pod's */
+	if (strlen(ns) >= TL_POD_NS_MAX || strlen(name) >= TL_POD_NAME_MAX) {
+		tl_metric_add("termline_kube_pods_ignored_total", "reason=\"invalid\"", 1);
+		return NULL;
+	}
 	if (!pod_on_node(m, obj, ns, name))
 		return NULL;
 	if (lh_table_lookup_ex(m->pods, uid, &v))
@@ -585,15 +561,12 @@ static struct kpod *pod_apply(struct tl_kpods *m, struct json_object *obj, bool 
 		return had_state ? p : NULL;
 	}
 	pod_diff(m, p, &np, obj, had_state && p->conds, baseline);
-	changed = !p->meta || strcmp(json_object_to_json_string(p->meta),
-				     json_object_to_json_string(np.meta)) != 0;
+	changed = !tl_pod_meta_equal(p->meta, np.meta);
 	unindex_pod(m, p);
 	kpod_free_contents(p);
 	p->deleting = np.deleting;
 	p->conds = np.conds;
 	p->meta = np.meta;
-	p->ctrs = np.ctrs;
-	p->nctrs = np.nctrs;
 	memcpy(p->ips, np.ips, sizeof(p->ips));
 	p->nips = np.nips;
 	index_pod(m, p);
@@ -895,7 +868,12 @@ int tl_kpods_new(const char *node, const struct tl_emitter *emit, struct tl_kpod
 	m->node = strdup(node);
 	m->emit = *emit;
 	tl_metric_describe("termline_kube_pods_ignored_total", TL_METRIC_COUNTER,
-			   "Pods from the API server not tracked: of another node, or past the limit");
+			   "Pods from the API server not tracked: of another node, past the limit, "
+			   "or with a namespace or name past Kubernetes' limits");
+	tl_metric_describe("termline_kube_pod_fields_dropped_total", TL_METRIC_COUNTER,
+			   "Parts of Pod objects read from the API server and left out of the timeline's "
+			   "metadata: containers past 256 or without a usable name, over-long "
+			   "containerIDs or owners (once per object read)");
 	m->pods = lh_kchar_table_new(64, NULL);
 	m->by_id = lh_kchar_table_new(64, NULL);
 	m->by_ip = lh_kchar_table_new(64, NULL);
@@ -949,12 +927,14 @@ int tl_kpods_lookup_container(const struct tl_kpods *m, const char *bare_id,
 	if (!bare_id || !lh_table_lookup_ex(m->by_id, bare_id, &v))
 		return -ENOENT;
 	p = v;
-	for (size_t i = 0; i < p->nctrs; i++) {
-		if (p->ctrs[i].bare_id && strcmp(p->ctrs[i].bare_id, bare_id) == 0) {
+	for (uint32_t i = 0; p->meta && i < p->meta->n_containers; i++) {
+		const char *id = ctr_bare_id(p, i);
+
+		if (id && strcmp(id, bare_id) == 0) {
 			if (ret_pod_uid)
 				*ret_pod_uid = p->uid;
 			if (ret_container_name)
-				*ret_container_name = p->ctrs[i].name;
+				*ret_container_name = p->meta->containers[i].name;
 			return 0;
 		}
 	}
@@ -970,16 +950,13 @@ const char *tl_kpods_pod_by_ip(const struct tl_kpods *m, const char *ip)
 	return ((struct kpod *)v)->uid;
 }
 
-struct json_object *tl_kpods_pod_meta(const struct tl_kpods *m, const char *uid)
+struct tl_pod_meta *tl_kpods_pod_meta(const struct tl_kpods *m, const char *uid)
 {
-	struct json_object *copy = NULL;
 	void *v;
 
-	if (!uid || !lh_table_lookup_ex(m->pods, uid, &v) || !((struct kpod *)v)->meta)
+	if (!uid || !lh_table_lookup_ex(m->pods, uid, &v))
 		return NULL;
-	if (json_object_deep_copy(((struct kpod *)v)->meta, &copy, NULL) < 0)
-		return NULL;
-	return copy;
+	return tl_pod_meta_ref(((struct kpod *)v)->meta);
 }
 
 void tl_kpods_forget(struct tl_kpods *m, const char *uid)

@@ -5,6 +5,7 @@
 
 #include "event.h"
 #include "kube-watch.h"
+#include "pod-meta.h"
 
 /* The node's Pods and the EndpointSlice endpoints that point at them, kept
  * as the last state seen. Every change between two states becomes timeline
@@ -34,8 +35,10 @@ extern const struct tl_reflector_ops tl_kpods_slice_ops;
 int tl_kpods_lookup_container(const struct tl_kpods *m, const char *bare_id,
 			      const char **ret_pod_uid, const char **ret_container_name);
 const char *tl_kpods_pod_by_ip(const struct tl_kpods *m, const char *ip);
-/* New reference (a copy) or NULL when unknown. */
-struct json_object *tl_kpods_pod_meta(const struct tl_kpods *m, const char *uid);
+/* The Pod's metadata, a new reference (tl_pod_meta_unref), or NULL when
+ * unknown. Shared with the model: never changed, a change of the Pod makes
+ * a new one (tl_pod_meta_dup() for a copy to change). */
+struct tl_pod_meta *tl_kpods_pod_meta(const struct tl_kpods *m, const char *uid);
 /* Calls cb for each endpoint of Pod uid in the EndpointSlices held now; the
  * drained gate reads them when its facts start after the first LIST, which
  * reports no change (docs/drain.md). Returns how many. */

@@ -137,7 +137,7 @@ const char *tl_kube_pod_by_ip(const struct tl_kube *k, const char *ip)
 	return tl_kpods_pod_by_ip(k->model, ip);
 }
 
-struct json_object *tl_kube_pod_meta(const struct tl_kube *k, const char *uid)
+struct tl_pod_meta *tl_kube_pod_meta(const struct tl_kube *k, const char *uid)
 {
 	return tl_kpods_pod_meta(k->model, uid);
 }

@@ -40,10 +40,10 @@ bool tl_kube_synced(const struct tl_kube *k);
 int tl_kube_lookup_container(const struct tl_kube *k, const char *bare_id,
 			     const char **ret_pod_uid, const char **ret_container_name);
 const char *tl_kube_pod_by_ip(const struct tl_kube *k, const char *ip);
-/* {"pod":{namespace,name,uid,node,ip,owner,terminationGracePeriodSeconds},
- *  "containers":[{name,containerID,role,cgroupId,preStop}]}: a new
- * reference, kept after the Pod is deleted until tl_kube_forget(). */
-struct json_object *tl_kube_pod_meta(const struct tl_kube *k, const char *uid);
+/* The Pod's metadata (pod-meta.h): a new reference to the model's, shared
+ * and never changed (tl_pod_meta_dup() to change a copy), or NULL when
+ * unknown; kept after the Pod is deleted until tl_kube_forget(). */
+struct tl_pod_meta *tl_kube_pod_meta(const struct tl_kube *k, const char *uid);
 void tl_kube_forget(struct tl_kube *k, const char *uid);
 /* The Pod's endpoints in the EndpointSlices held now (tl_kpods_foreach_endpoint). */
 size_t tl_kube_foreach_endpoint(const struct tl_kube *k, const char *uid, tl_kpods_endpoint_cb cb,

@@ -43,18 +43,13 @@ const char *meta_str(const struct timeline *tl, const char *key)
 /* Owner and deletion of tl; complete and failed are the caller's. */
 void timeline_summary(const struct timeline *tl, struct summary *sm)
 {
-	struct json_object *pod, *owner, *v;
-
 	memset(sm, 0, sizeof(*sm));
 	sm->failed = -1;
 	sm->deletion_ns = tl->deletion_ns;
-	if (tl->s.meta && json_object_object_get_ex(tl->s.meta, "pod", &pod) &&
-	    json_object_object_get_ex(pod, "owner", &owner) &&
-	    json_object_is_type(owner, json_type_object)) {
-		if (json_object_object_get_ex(owner, "kind", &v) && json_object_is_type(v, json_type_string))
-			sm->owner_kind = json_object_get_string(v);
-		if (json_object_object_get_ex(owner, "name", &v) && json_object_is_type(v, json_type_string))
-			sm->owner_name = json_object_get_string(v);
+	/* both or neither (pod-meta.h) */
+	if (tl->s.meta && tl->s.meta->owner_kind[0]) {
+		sm->owner_kind = tl->s.meta->owner_kind;
+		sm->owner_name = tl->s.meta->owner_name;
 	}
 }
 

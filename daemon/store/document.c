@@ -17,13 +17,19 @@
 
 const char *state_meta_str(const struct tl_state *s, const char *key)
 {
-	struct json_object *p, *v;
+	const char *v = NULL;
 
-	if (!s->meta || !json_object_object_get_ex(s->meta, "pod", &p) ||
-	    !json_object_is_type(p, json_type_object) || !json_object_object_get_ex(p, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
+	if (!s->meta)
 		return NULL;
-	return json_object_get_string(v);
+	if (strcmp(key, "namespace") == 0)
+		v = s->meta->ns;
+	else if (strcmp(key, "name") == 0)
+		v = s->meta->name;
+	else if (strcmp(key, "node") == 0)
+		v = s->meta->node;
+	else if (strcmp(key, "ip") == 0)
+		v = s->meta->ip;
+	return v && v[0] ? v : NULL;
 }
 
 static void ctr_strings(const struct tl_state *s, uint16_t ctr, struct tl_event *ev)
@@ -117,52 +123,31 @@ static size_t seen_containers(const struct tl_state *s, struct seen *out, size_t
 
 static struct json_object *build_containers(const struct tl_state *s)
 {
-	struct json_object *arr = json_object_new_array(), *mc = NULL;
+	struct json_object *arr = json_object_new_array();
 	struct seen seen[64];
 	size_t n_seen = seen_containers(s, seen, 64);
 
 	if (!arr)
 		return NULL;
-	if (s->meta && json_object_object_get_ex(s->meta, "containers", &mc) &&
-	    json_object_is_type(mc, json_type_array)) {
-		for (size_t i = 0; i < json_object_array_length(mc); i++) {
-			struct json_object *c = json_object_array_get_idx(mc, i), *o, *v;
-			const char *id = NULL, *role = NULL;
-			int64_t cg = 0;
+	/* The Pod's containers (pod-meta.h), with the cgroup the kernel side
+	 * saw when the API side did not have it yet. */
+	for (uint32_t i = 0; s->meta && i < s->meta->n_containers; i++) {
+		const struct tl_pod_container *c = &s->meta->containers[i];
+		const char *id = c->container_id;
+		uint64_t cg = c->cgroup_id;
+		struct json_object *o;
 
-			if (!json_object_is_type(c, json_type_object))
-				continue;
-			o = json_object_new_object();
-			if (!o)
-				break;
-			v = NULL;
-			json_object_object_get_ex(c, "name", &v);
-			json_object_object_add(o, "name", json_object_is_type(v, json_type_string) ?
-								  str_or_null(json_object_get_string(v)) : NULL);
-			if (json_object_object_get_ex(c, "containerID", &v) &&
-			    json_object_is_type(v, json_type_string))
-				id = json_object_get_string(v);
-			json_object_object_add(o, "containerID", str_or_null(id));
-			if (json_object_object_get_ex(c, "role", &v) && json_object_is_type(v, json_type_string)) {
-				role = json_object_get_string(v);
-				if (strcmp(role, "main") != 0 && strcmp(role, "sidecar") != 0 &&
-				    strcmp(role, "init") != 0)
-					role = NULL;
+		for (size_t k = 0; *id && k < n_seen; k++) {
+			if (container_id_matches(id, seen[k].id)) {
+				seen[k].used = true;
+				if (!cg)
+					cg = seen[k].cgroup_id;
 			}
-			json_object_object_add(o, "role", str_or_null(role));
-			if (json_object_object_get_ex(c, "cgroupId", &v) && json_object_is_type(v, json_type_int) &&
-			    json_object_get_int64(v) > 0)
-				cg = json_object_get_int64(v);
-			for (size_t k = 0; id && *id && k < n_seen; k++) {
-				if (container_id_matches(id, seen[k].id)) {
-					seen[k].used = true;
-					if (!cg)
-						cg = (int64_t)seen[k].cgroup_id;
-				}
-			}
-			json_object_object_add(o, "cgroupId", json_object_new_int64(cg));
-			json_object_array_add(arr, o);
 		}
+		o = tl_pod_meta_container_json(c, cg, false);
+		if (!o)
+			break;
+		json_object_array_add(arr, o);
 	}
 	/* Containers only the kernel side knows (--no-api, or metadata late). */
 	for (size_t k = 0; k < n_seen; k++) {
@@ -371,7 +356,7 @@ int state_copy(const struct tl_state *s, struct tl_state *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	memcpy(ret->uid, s->uid, sizeof(ret->uid));
-	ret->meta = json_object_get(s->meta);
+	ret->meta = tl_pod_meta_ref(s->meta);
 	ret->gaps = json_object_get(s->gaps);
 	ret->loss = s->loss;
 	ret->opened_ns = s->opened_ns;
@@ -397,7 +382,7 @@ void state_release(struct tl_state *s)
 {
 	if (!s)
 		return;
-	json_object_put(s->meta);
+	tl_pod_meta_unref(s->meta);
 	json_object_put(s->gaps);
 	tl_strtab_free(s->strs);
 	free(s->ctrs);

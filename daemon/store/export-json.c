@@ -64,67 +64,9 @@ int tl_export_doc_location(const char *ns, const char *name, const char *uid, ch
 	return 0;
 }
 
-static struct json_object *get_path(struct json_object *o, const char *k1, const char *k2)
+struct json_object *tl_export_pod(const char *uid, const struct tl_pod_meta *meta)
 {
-	struct json_object *v;
-
-	if (!o || !json_object_object_get_ex(o, k1, &v))
-		return NULL;
-	if (!k2)
-		return v;
-	if (!json_object_is_type(v, json_type_object) || !json_object_object_get_ex(v, k2, &v))
-		return NULL;
-	return v;
-}
-
-static struct json_object *typed_copy(struct json_object *v, json_type type)
-{
-	if (!v || !json_object_is_type(v, type))
-		return NULL;
-	if (type == json_type_string && json_object_get_string_len(v) == 0)
-		return NULL;
-	return json_object_get(v);
-}
-
-struct json_object *tl_export_pod(const char *uid, struct json_object *meta)
-{
-	struct json_object *pod = json_object_new_object();
-	struct json_object *p = get_path(meta, "pod", NULL);
-	struct json_object *owner = NULL, *tgps;
-	static const char *const strs[] = { "namespace", "name", "node", "ip" };
-
-	if (!pod)
-		return NULL;
-	if (p && !json_object_is_type(p, json_type_object))
-		p = NULL;
-	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
-		json_object_object_add(pod, strs[i], typed_copy(get_path(p, strs[i], NULL), json_type_string));
-	json_object_object_add(pod, "uid", json_object_new_string(uid));
-	if (get_path(p, "owner", "kind") && get_path(p, "owner", "name")) {
-		struct json_object *kind = typed_copy(get_path(p, "owner", "kind"), json_type_string);
-		struct json_object *name = typed_copy(get_path(p, "owner", "name"), json_type_string);
-
-		if (kind && name) {
-			owner = json_object_new_object();
-			if (owner) {
-				json_object_object_add(owner, "kind", kind);
-				json_object_object_add(owner, "name", name);
-				kind = name = NULL;
-			}
-		}
-		json_object_put(kind);
-		json_object_put(name);
-	}
-	json_object_object_add(pod, "owner", owner);
-	tgps = get_path(p, "terminationGracePeriodSeconds", NULL);
-	if (tgps && json_object_is_type(tgps, json_type_int) && json_object_get_int64(tgps) >= 0)
-		json_object_object_add(pod, "terminationGracePeriodSeconds", json_object_get(tgps));
-	else
-		json_object_object_add(pod, "terminationGracePeriodSeconds", NULL);
-	/* the sidecar's drain settings (kube-istio.c), when the Pod has any */
-	if (get_path(p, "istio", NULL) && json_object_is_type(get_path(p, "istio", NULL), json_type_object))
-		json_object_object_add(pod, "istio", json_object_get(get_path(p, "istio", NULL)));
-	return pod;
+	return tl_pod_meta_pod_json(meta, uid);
 }
 
 int tl_export_write_atomic(const char *dir, const char *file, const char *data, size_t len)

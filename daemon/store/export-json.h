@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "pod-meta.h"
+
 /* Building blocks of the timeline document (schema/timeline.schema.json)
  * and its file on disk. */
 #define TL_API_VERSION "termline/v1"
@@ -31,9 +33,10 @@ bool tl_export_is_temp(const char *file);
 int tl_export_doc_location(const char *ns, const char *name, const char *uid, char *dir,
 			   size_t dirlen, char *file, size_t filelen);
 
-/* The "pod" object from the API metadata ({"pod":{...}}, may be NULL):
- * every key present, null where unknown; uid always set. */
-struct json_object *tl_export_pod(const char *uid, struct json_object *meta);
+/* The "pod" object from the API metadata (may be NULL: --no-api): every
+ * key present, null where unknown; uid always set. The encoder is
+ * tl_pod_meta_pod_json(). */
+struct json_object *tl_export_pod(const char *uid, const struct tl_pod_meta *meta);
 
 /* Writes data to DIR/FILE through a temp file in DIR: write, fsync,
  * rename, fsync DIR. DIR is created (one level) if missing. On error no

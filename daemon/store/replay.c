@@ -147,17 +147,22 @@ int replay_frame(void *userdata, const uint8_t *body, size_t len)
 	case FR_META: {
 		struct json_tokener *tok = json_tokener_new();
 		struct json_object *m = NULL;
+		struct tl_pod_meta *pm = NULL;
 
 		if (!tok)
 			return -ENOMEM;
 		m = json_tokener_parse_ex(tok, (const char *)body + 1, (int)(len - 1));
 		json_tokener_free(tok);
-		if (!m || !json_object_is_type(m, json_type_object)) {
-			json_object_put(m);
-			goto bad;
-		}
-		q = timeline_set_meta(tl, m);
+		/* this agent's records and the ones before the typed metadata
+		 * (the API model's JSON): one decoder reads both */
+		q = tl_pod_meta_from_json(m, tl->s.uid, &pm);
 		json_object_put(m);
+		if (q == -EINVAL)
+			goto bad;
+		if (q < 0)
+			return q;
+		q = timeline_set_meta(tl, pm);
+		tl_pod_meta_unref(pm);
 		return q;
 	}
 	case FR_LOSS: {
@@ -244,9 +249,18 @@ static int replay_record(void *userdata, struct json_object *rec)
 		return r < 0 ? r : 0;
 	}
 	if (strcmp(k, "meta") == 0) {
-		if (json_object_object_get_ex(rec, "m", &v) && json_object_is_type(v, json_type_object))
-			return timeline_set_meta(tl, v);
-		return 0;
+		struct tl_pod_meta *pm = NULL;
+		int r;
+
+		if (!json_object_object_get_ex(rec, "m", &v) ||
+		    !json_object_is_type(v, json_type_object))
+			return 0;
+		r = tl_pod_meta_from_json(v, tl->s.uid, &pm);
+		if (r < 0)
+			return r == -EINVAL ? 0 : r;
+		r = timeline_set_meta(tl, pm);
+		tl_pod_meta_unref(pm);
+		return r;
 	}
 	if (strcmp(k, "loss") == 0) {
 		struct loss l = { 0 };

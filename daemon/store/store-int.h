@@ -74,7 +74,7 @@ struct loss {
  * snapshot (for a GET) is a copy of it. */
 struct tl_state {
 	char uid[TL_UID_MAX];
-	struct json_object *meta;
+	struct tl_pod_meta *meta; /* shared, never changed; NULL until the API side says */
 	struct tl_strtab *strs;
 	struct ctr_ent *ctrs;
 	uint32_t n_ctrs, cap_ctrs;
@@ -169,7 +169,7 @@ enum {
 	FR_EVENT = 'E',  /* an event, through admission on replay */
 	FR_RAW = 'R',    /* a kept event, as is (compaction) */
 	FR_AGG = 'A',    /* an aggregate entry (compaction) */
-	FR_META = 'M',   /* Pod metadata, JSON */
+	FR_META = 'M',   /* Pod metadata, JSON (tl_pod_meta_to_json) */
 	FR_LOSS = 'L',
 	FR_GONE = 'G',   /* the Pod is gone (no pod.deleted seen) */
 	FR_GAP = 'P',    /* the agent was not recording */
@@ -338,7 +338,7 @@ int timeline_admit(struct timeline *tl, const struct tl_event *ev, const struct 
 			  const uint8_t *payload);
 int pack_event(struct timeline *tl, const struct tl_event *ev, struct rec_hdr *h,
 		      uint8_t *payload);
-int timeline_set_meta(struct timeline *tl, struct json_object *meta);
+int timeline_set_meta(struct timeline *tl, const struct tl_pod_meta *meta);
 void compact(struct timeline *tl);
 bool name_matches(const char *ns, const char *name, const char *uid, const char *want_ns,
 			 const char *want_name);

@@ -252,17 +252,21 @@ void journal_loss(struct timeline *tl)
 	journal_frame(tl, &f);
 }
 
-static int meta_body(struct json_object *meta, struct tl_buf *b)
+/* The Pod-metadata frame: its JSON through the one encoder (pod-meta.c),
+ * read back by tl_pod_meta_from_json(). */
+static int meta_body(const struct tl_pod_meta *meta, struct tl_buf *b)
 {
+	struct json_object *o = tl_pod_meta_to_json(meta);
 	size_t n;
-	const char *s = json_object_to_json_string_length(meta, JSON_C_TO_STRING_PLAIN |
-							   JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+	const char *s = o ? json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN |
+							       JSON_C_TO_STRING_NOSLASHESCAPE, &n) : NULL;
 
-	if (!s)
-		return -ENOMEM;
-	tl_buf_addc(b, FR_META);
-	tl_buf_add(b, s, n);
-	return b->err;
+	if (s) {
+		tl_buf_addc(b, FR_META);
+		tl_buf_add(b, s, n);
+	}
+	json_object_put(o);
+	return s ? b->err : -ENOMEM;
 }
 
 static void event_frame(struct frame *f, uint8_t type, int64_t time_ns, const struct rec_hdr *h,
@@ -692,21 +696,20 @@ int pack_event(struct timeline *tl, const struct tl_event *ev, struct rec_hdr *h
 	return 0;
 }
 
-int timeline_set_meta(struct timeline *tl, struct json_object *meta)
+int timeline_set_meta(struct timeline *tl, const struct tl_pod_meta *meta)
 {
-	struct json_object *copy = NULL;
 	struct tl_buf b;
 
-	if (tl->s.meta && json_object_equal(tl->s.meta, meta))
+	/* the API side repeats itself (resyncs, status changes of no
+	 * interest here): only a changed field is a change */
+	if (tl_pod_meta_equal(tl->s.meta, meta))
 		return 0;
-	if (json_object_deep_copy(meta, &copy, NULL) < 0)
-		return -ENOMEM;
-	json_object_put(tl->s.meta);
-	tl->s.meta = copy;
+	tl_pod_meta_unref(tl->s.meta);
+	tl->s.meta = tl_pod_meta_ref(meta);
 	if (tl->replaying)
 		return 0;
 	tl_buf_init(&b, TL_JOURNAL_FRAME_MAX);
-	if (meta_body(copy, &b) == 0) {
+	if (meta_body(meta, &b) == 0) {
 		journal_defs(tl);
 		journal_raw(tl, b.p, b.len);
 	} else {
@@ -1130,12 +1133,12 @@ int tl_timelines_add(struct tl_timelines *t, const struct tl_event *ev)
 	return 0;
 }
 
-int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, struct json_object *meta)
+int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, const struct tl_pod_meta *meta)
 {
 	struct timeline *tl;
 	int r;
 
-	if (!uid || !meta || !json_object_is_type(meta, json_type_object))
+	if (!uid || !meta)
 		return -EINVAL;
 	r = get_or_open(t, uid, &tl);
 	if (r == -ESTALE)

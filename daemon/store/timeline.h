@@ -8,6 +8,7 @@
 
 #include "event.h"
 #include "loop.h"
+#include "pod-meta.h"
 
 /* Per-Pod timelines: one per Pod UID seen on this node. A timeline opens at
  * the first event or metadata for its UID, stays open for the Pod's life,
@@ -96,10 +97,11 @@ void tl_timelines_free(struct tl_timelines *t);
  * timeline has already closed are counted as late and ignored. -EINVAL for a
  * malformed UID, -ENOMEM. */
 int tl_timelines_add(struct tl_timelines *t, const struct tl_event *ev);
-/* meta: {"pod":{...},"containers":[...]} from the API side; replaces the
- * previous metadata of that UID (opening the timeline if needed). The
- * object is not consumed. */
-int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, struct json_object *meta);
+/* The Pod's metadata from the API side (pod-meta.h); replaces the previous
+ * metadata of that UID (opening the timeline if needed) when a field
+ * differs, and is then journaled. The store keeps a reference: meta must
+ * not be changed afterwards. */
+int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, const struct tl_pod_meta *meta);
 /* After the agent restarted, a Pod deleted while it was down never sends
  * pod.deleted. Call this once the first Pod LIST has synced: every open
  * timeline without a deletion whose UID exists() denies starts its linger

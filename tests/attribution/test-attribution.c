@@ -220,18 +220,40 @@ START_TEST(pod_ips_expire)
 }
 END_TEST
 
+/* A Pod's metadata with containers (name, id) as the API model fills it. */
+static struct tl_pod_meta *meta_of(const char *const *ctrs, uint32_t n)
+{
+	struct tl_pod_meta *m = tl_pod_meta_new(n);
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(TL_POD_META_SET(m->uid, UID1), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		ck_assert_int_eq(TL_POD_META_SET(m->containers[i].name, ctrs[2 * i]), 0);
+		ck_assert_int_eq(TL_POD_META_SET(m->containers[i].container_id, ctrs[2 * i + 1]), 0);
+		m->containers[i].role = TL_ROLE_MAIN;
+	}
+	m->n_containers = n;
+	return m;
+}
+
 START_TEST(sandbox_marked_when_decidable)
 {
-	struct json_object *cs = json_tokener_parse(
-		"[{\"name\":\"app\",\"containerID\":\"containerd://" CID_APP "\"},"
-		"{\"name\":\"late\",\"containerID\":\"\"}]");
+	static const char *const late[] = { "app", "containerd://" CID_APP, "late", "" };
+	static const char *const known[] = { "app", "containerd://" CID_APP };
+	struct tl_pod_meta *m = meta_of(late, 2);
 
 	/* a container without an id yet: not decidable */
-	ck_assert_int_eq(tl_attr_mark_sandbox(attr, UID1, cs), 0);
-	json_object_put(cs);
-	cs = json_tokener_parse("[{\"name\":\"app\",\"containerID\":\"containerd://" CID_APP "\"}]");
-	ck_assert_int_eq(tl_attr_mark_sandbox(attr, UID1, cs), 1);
-	json_object_put(cs);
+	ck_assert_int_eq(tl_attr_mark_sandbox(attr, UID1, m), 0);
+	tl_pod_meta_unref(m);
+	/* a container the table could not hold (containers_dropped): its
+	 * leaf would look like the sandbox's, so nothing is marked */
+	m = meta_of(known, 1);
+	m->containers_dropped = 1;
+	ck_assert_int_eq(tl_attr_mark_sandbox(attr, UID1, m), 0);
+	ck_assert_int_eq(tl_attr_mark_sandbox(attr, UID1, NULL), 0);
+	m->containers_dropped = 0;
+	ck_assert_int_eq(tl_attr_mark_sandbox(attr, UID1, m), 1);
+	tl_pod_meta_unref(m);
 	tl_event_init_kind(&ev, TL_KIND_PROCESS_EXEC, TL_SRC_KERNEL, 1);
 	ev.cgroup_id = ino_of(LEAF_PAUSE);
 	tl_attr_event(attr, &ev, 1);

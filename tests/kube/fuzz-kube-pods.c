@@ -42,7 +42,20 @@ static int obj_cb(void *userdata, struct json_object *obj)
 	/* lookups by whatever the object claims */
 	if (json_object_object_get_ex(obj, "metadata", &md) &&
 	    json_object_object_get_ex(md, "uid", &uid) && json_object_is_type(uid, json_type_string)) {
-		json_object_put(tl_kpods_pod_meta(c->m, json_object_get_string(uid)));
+		struct tl_pod_meta *pm = tl_kpods_pod_meta(c->m, json_object_get_string(uid));
+
+		/* the encoder and the decoder on whatever the model kept */
+		if (pm) {
+			struct json_object *j = tl_pod_meta_to_json(pm);
+			struct tl_pod_meta *back = NULL;
+
+			if (j && tl_pod_meta_from_json(j, NULL, &back) == 0 && !tl_pod_meta_equal(pm, back) &&
+			    pm->containers_dropped == 0)
+				__builtin_trap(); /* the record does not say what the model said */
+			tl_pod_meta_unref(back);
+			json_object_put(j);
+		}
+		tl_pod_meta_unref(pm);
 		if (c->n % 5 == 0)
 			tl_kpods_forget(c->m, json_object_get_string(uid));
 	}

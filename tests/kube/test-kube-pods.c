@@ -177,7 +177,8 @@ START_TEST(test_lookups_and_meta)
 {
 	struct json_object *l[1] = { pod(UID1, "", READY_T, RUNNING, RUNNING) };
 	const char *uid = NULL, *name = NULL;
-	struct json_object *meta, *ctrs;
+	struct tl_pod_meta *meta;
+	struct json_object *pj;
 	char expect[512];
 
 	list(l, 1, true);
@@ -189,26 +190,45 @@ START_TEST(test_lookups_and_meta)
 	ck_assert_ptr_null(tl_kpods_pod_by_ip(m, "10.1.2.4"));
 	meta = tl_kpods_pod_meta(m, UID1);
 	ck_assert_ptr_nonnull(meta);
+	ck_assert_str_eq(meta->ns, "shop");
+	ck_assert_str_eq(meta->name, "web-1");
+	ck_assert_str_eq(meta->uid, UID1);
+	ck_assert_str_eq(meta->node, "node-a");
+	ck_assert_str_eq(meta->ip, "10.1.2.3");
+	ck_assert_str_eq(meta->owner_kind, "ReplicaSet");
+	ck_assert_str_eq(meta->owner_name, "web-5d9");
+	ck_assert_int_eq(meta->grace_s, 45);
+	ck_assert_ptr_null(meta->istio);
+	ck_assert_uint_eq(meta->containers_dropped, 0);
+	ck_assert_uint_eq(meta->n_containers, 4);
+	/* init containers first, in the spec's order */
+	ck_assert_str_eq(meta->containers[0].name, "init");
+	ck_assert_str_eq(meta->containers[0].container_id, "containerd://1111");
+	ck_assert_int_eq(meta->containers[0].role, TL_ROLE_INIT);
+	ck_assert_str_eq(meta->containers[1].name, "shipper");
+	ck_assert_str_eq(meta->containers[1].container_id, "containerd://" CID_SIDE);
+	ck_assert_int_eq(meta->containers[1].role, TL_ROLE_SIDECAR);
+	ck_assert_int_eq(meta->containers[1].prestop, TL_PRESTOP_SLEEP);
+	ck_assert_int_eq(meta->containers[2].role, TL_ROLE_MAIN);
+	ck_assert_int_eq(meta->containers[2].prestop, TL_PRESTOP_EXEC);
+	ck_assert_str_eq(meta->containers[3].name, "istio-proxy");
+	ck_assert_int_eq(meta->containers[3].role, TL_ROLE_SIDECAR);
+	ck_assert_int_eq(meta->containers[3].prestop, TL_PRESTOP_NONE);
+	for (uint32_t i = 0; i < meta->n_containers; i++)
+		ck_assert_uint_eq(meta->containers[i].cgroup_id, 0);
+	/* through the one encoder: the document's "pod" */
+	pj = tl_pod_meta_pod_json(meta, NULL);
 	snprintf(expect, sizeof(expect),
-		 "{\"namespace\":\"shop\",\"name\":\"web-1\",\"uid\":\"%s\",\"node\":\"node-a\",\"ip\":\"10.1.2.3\","
+		 "{\"namespace\":\"shop\",\"name\":\"web-1\",\"node\":\"node-a\",\"ip\":\"10.1.2.3\",\"uid\":\"%s\","
 		 "\"owner\":{\"kind\":\"ReplicaSet\",\"name\":\"web-5d9\"},\"terminationGracePeriodSeconds\":45}", UID1);
-	ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(meta, "pod"),
-							JSON_C_TO_STRING_PLAIN), expect);
-	ctrs = json_object_object_get(meta, "containers");
-	ck_assert_uint_eq(json_object_array_length(ctrs), 4);
-	ck_assert_str_eq(json_object_to_json_string_ext(json_object_array_get_idx(ctrs, 1), JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-			 "{\"name\":\"shipper\",\"containerID\":\"containerd://" CID_SIDE "\",\"role\":\"sidecar\","
-			 "\"cgroupId\":0,\"preStop\":\"sleep\"}");
-	ck_assert_str_eq(json_object_get_string(json_object_object_get(json_object_array_get_idx(ctrs, 0), "role")), "init");
-	ck_assert_str_eq(json_object_get_string(json_object_object_get(json_object_array_get_idx(ctrs, 2), "role")), "main");
-	ck_assert_str_eq(json_object_get_string(json_object_object_get(json_object_array_get_idx(ctrs, 2), "preStop")), "exec");
-	ck_assert_str_eq(json_object_get_string(json_object_object_get(json_object_array_get_idx(ctrs, 3), "role")), "sidecar");
-	json_object_put(meta);
+	ck_assert_str_eq(json_object_to_json_string_ext(pj, JSON_C_TO_STRING_PLAIN), expect);
+	json_object_put(pj);
+	tl_pod_meta_unref(meta);
 	/* kept after deletion, until forgotten */
 	apply("DELETED", pod(UID1, DELETING, READY_T, RUNNING, RUNNING));
 	meta = tl_kpods_pod_meta(m, UID1);
 	ck_assert_ptr_nonnull(meta);
-	json_object_put(meta);
+	tl_pod_meta_unref(meta);
 	ck_assert_int_eq(tl_kpods_lookup_container(m, CID_APP, &uid, &name), 0);
 	tl_kpods_forget(m, UID1);
 	ck_assert_ptr_null(tl_kpods_pod_meta(m, UID1));
@@ -398,6 +418,198 @@ START_TEST(test_tracked_pods_capped)
 }
 END_TEST
 
+/* A Pod object put together by the test: metadata and spec extras, the
+ * containers and their statuses as JSON text. */
+static struct json_object *raw_pod(const char *ns, const char *name, const char *uid,
+				   const char *md_extra, const char *spec_extra, const char *ctrs,
+				   const char *statuses)
+{
+	size_t n = strlen(ns) + strlen(name) + strlen(md_extra) + strlen(spec_extra) + strlen(ctrs) +
+		   strlen(statuses) + 512;
+	char *buf = malloc(n);
+	struct json_object *o;
+
+	ck_assert_ptr_nonnull(buf);
+	snprintf(buf, n,
+		 "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"uid\":\"%s\"%s},"
+		 "\"spec\":{\"nodeName\":\"node-a\"%s,\"containers\":[%s]},"
+		 "\"status\":{\"podIP\":\"10.3.0.1\",\"containerStatuses\":[%s]}}",
+		 name, ns, uid, md_extra, spec_extra, ctrs, statuses);
+	o = json_tokener_parse(buf);
+	free(buf);
+	ck_assert_msg(o, "bad test JSON");
+	return o;
+}
+
+static char *repeat(char c, size_t n)
+{
+	char *s = malloc(n + 1);
+
+	ck_assert_ptr_nonnull(s);
+	memset(s, c, n);
+	s[n] = '\0';
+	return s;
+}
+
+#define DROPPED(f) tl_metric_get("termline_kube_pod_fields_dropped_total", "field=\"" f "\"")
+
+/* What an API server may send that no valid Pod has: fields missing or of
+ * the wrong type read as absent, over-long ones are dropped (never cut),
+ * the container table is bounded; every drop is counted. */
+START_TEST(test_meta_hostile_fields)
+{
+	char *long_owner = repeat('o', 300), *long_id = repeat('f', 120), *long_ctr = repeat('c', 300);
+	char md[512], st[512], ctrs[512];
+	int64_t owner0 = DROPPED("owner"), id0 = DROPPED("containerID"), c0 = DROPPED("containers");
+	struct tl_pod_meta *meta;
+	struct json_object *pj;
+
+	/* owner past the limit; grace of the wrong type (the API default
+	 * then); a container whose name is a number, one whose name is
+	 * too long, one whose id is too long; no ownerReferences array */
+	snprintf(md, sizeof(md), ",\"ownerReferences\":[{\"kind\":\"ReplicaSet\",\"name\":\"%s\"}]", long_owner);
+	snprintf(ctrs, sizeof(ctrs), "{\"name\":5},{\"name\":\"%s\"},{\"name\":\"ok\"}", long_ctr);
+	snprintf(st, sizeof(st), "{\"name\":\"ok\",\"containerID\":\"containerd://%s\"}", long_id);
+	apply("ADDED", raw_pod("ns", "p", UID1, md, ",\"terminationGracePeriodSeconds\":\"45\"", ctrs, st));
+	meta = tl_kpods_pod_meta(m, UID1);
+	ck_assert_ptr_nonnull(meta);
+	ck_assert_str_eq(meta->owner_kind, "");
+	ck_assert_str_eq(meta->owner_name, "");
+	ck_assert_int_eq(meta->grace_s, 30);
+	ck_assert_uint_eq(meta->n_containers, 1);
+	ck_assert_uint_eq(meta->containers_dropped, 2);
+	ck_assert_str_eq(meta->containers[0].name, "ok");
+	ck_assert_str_eq(meta->containers[0].container_id, "");
+	ck_assert_int_eq(DROPPED("owner") - owner0, 1);
+	ck_assert_int_eq(DROPPED("containerID") - id0, 1);
+	ck_assert_int_eq(DROPPED("containers") - c0, 2);
+	pj = tl_pod_meta_pod_json(meta, NULL);
+	ck_assert_str_eq(json_object_to_json_string_ext(pj, JSON_C_TO_STRING_PLAIN),
+			 "{\"namespace\":\"ns\",\"name\":\"p\",\"node\":\"node-a\",\"ip\":\"10.3.0.1\",\"uid\":\"" UID1
+			 "\",\"owner\":null,\"terminationGracePeriodSeconds\":30}");
+	json_object_put(pj);
+	tl_pod_meta_unref(meta);
+
+	/* ownerReferences of the wrong type, a negative grace (null), the
+	 * owner's kind missing */
+	apply("MODIFIED", raw_pod("ns", "p", UID1, ",\"ownerReferences\":{\"kind\":\"Job\",\"name\":\"j\"}",
+				  ",\"terminationGracePeriodSeconds\":-5", "{\"name\":\"ok\"}", ""));
+	meta = tl_kpods_pod_meta(m, UID1);
+	ck_assert_str_eq(meta->owner_kind, "");
+	ck_assert_int_eq(meta->grace_s, -1);
+	pj = tl_pod_meta_pod_json(meta, NULL);
+	ck_assert_ptr_null(json_object_object_get(pj, "terminationGracePeriodSeconds"));
+	ck_assert_ptr_null(json_object_object_get(pj, "owner"));
+	json_object_put(pj);
+	tl_pod_meta_unref(meta);
+	apply("MODIFIED", raw_pod("ns", "p", UID1, ",\"ownerReferences\":[{\"name\":\"j\"}]", "",
+				  "{\"name\":\"ok\"}", ""));
+	meta = tl_kpods_pod_meta(m, UID1);
+	ck_assert_str_eq(meta->owner_kind, "");
+	ck_assert_str_eq(meta->owner_name, "");
+	tl_pod_meta_unref(meta);
+	free(long_owner);
+	free(long_id);
+	free(long_ctr);
+}
+END_TEST
+
+/* A Pod with more containers than the table holds: the first 256 (init
+ * containers first), the rest counted. */
+START_TEST(test_meta_containers_bounded)
+{
+	size_t n = 300, cap = n * 24 + 16, len = 0;
+	char *ctrs = malloc(cap);
+	int64_t c0 = DROPPED("containers");
+	struct tl_pod_meta *meta;
+	const char *uid = NULL, *name = NULL;
+
+	ck_assert_ptr_nonnull(ctrs);
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(ctrs + len, cap - len, "%s{\"name\":\"c%zu\"}", i ? "," : "", i);
+	apply("ADDED", raw_pod("ns", "many", UID2, "", "", ctrs,
+			       "{\"name\":\"c255\",\"containerID\":\"containerd://" CID_APP "\"},"
+			       "{\"name\":\"c256\",\"containerID\":\"containerd://" CID_PROXY "\"}"));
+	free(ctrs);
+	meta = tl_kpods_pod_meta(m, UID2);
+	ck_assert_ptr_nonnull(meta);
+	ck_assert_uint_eq(meta->n_containers, TL_POD_CONTAINERS_MAX);
+	ck_assert_uint_eq(meta->containers_dropped, n - TL_POD_CONTAINERS_MAX);
+	ck_assert_str_eq(meta->containers[255].name, "c255");
+	ck_assert_int_eq(DROPPED("containers") - c0, (int64_t)(n - TL_POD_CONTAINERS_MAX));
+	tl_pod_meta_unref(meta);
+	/* the last kept container is found by its id, the first dropped not */
+	ck_assert_int_eq(tl_kpods_lookup_container(m, CID_APP, &uid, &name), 0);
+	ck_assert_str_eq(name, "c255");
+	ck_assert_int_eq(tl_kpods_lookup_container(m, CID_PROXY, &uid, &name), -ENOENT);
+}
+END_TEST
+
+/* Namespaces and names past Kubernetes' limits are no Pod a kubelet runs:
+ * not tracked (a cut name would be another Pod's), counted. */
+START_TEST(test_meta_overlong_names_ignored)
+{
+	char *ns64 = repeat('n', 64), *name254 = repeat('a', 254), *name253 = repeat('a', 253);
+	int64_t before = tl_metric_get("termline_kube_pods_ignored_total", "reason=\"invalid\"");
+	struct tl_pod_meta *meta;
+
+	apply("ADDED", raw_pod(ns64, "p", UID1, "", "", "{\"name\":\"c\"}", ""));
+	apply("ADDED", raw_pod("ns", name254, UID2, "", "", "{\"name\":\"c\"}", ""));
+	ck_assert_ptr_null(tl_kpods_pod_meta(m, UID1));
+	ck_assert_ptr_null(tl_kpods_pod_meta(m, UID2));
+	ck_assert_int_eq(tl_metric_get("termline_kube_pods_ignored_total", "reason=\"invalid\"") - before, 2);
+	/* the longest valid name is kept whole */
+	apply("ADDED", raw_pod("ns", name253, UID2, "", "", "{\"name\":\"c\"}", ""));
+	meta = tl_kpods_pod_meta(m, UID2);
+	ck_assert_ptr_nonnull(meta);
+	ck_assert_str_eq(meta->name, name253);
+	tl_pod_meta_unref(meta);
+	free(ns64);
+	free(name254);
+	free(name253);
+}
+END_TEST
+
+static int n_changed;
+
+static void on_changed(void *ud _unused_, const char *uid)
+{
+	ck_assert_str_eq(uid, UID1);
+	n_changed++;
+}
+
+/* pod_changed only when a field of the metadata changed; a reference held
+ * across a change still says what it said. */
+START_TEST(test_meta_changed_only_on_change)
+{
+	struct tl_kpods_callbacks cb = { .pod_changed = on_changed };
+	struct tl_pod_meta *before, *after;
+
+	n_changed = 0;
+	tl_kpods_set_callbacks(m, &cb);
+	apply("ADDED", pod(UID1, "", READY_T, RUNNING, RUNNING));
+	ck_assert_int_eq(n_changed, 1);
+	apply("MODIFIED", pod(UID1, "", READY_T, RUNNING, RUNNING));
+	/* a condition is an event, not metadata */
+	apply("MODIFIED", pod(UID1, "", READY_F, RUNNING, RUNNING));
+	ck_assert_int_eq(n_changed, 1);
+	before = tl_kpods_pod_meta(m, UID1);
+	apply("MODIFIED", pod(UID1, ",\"annotations\":{\"sidecar.istio.io/inject\":\"true\"}", READY_F,
+			      RUNNING, RUNNING));
+	ck_assert_int_eq(n_changed, 2);
+	after = tl_kpods_pod_meta(m, UID1);
+	ck_assert_ptr_null(before->istio);
+	ck_assert_ptr_nonnull(after->istio);
+	ck_assert(!tl_pod_meta_equal(before, after));
+	apply("MODIFIED", pod(UID1, ",\"annotations\":{\"sidecar.istio.io/inject\":\"true\"}", READY_F,
+			      RUNNING, RUNNING));
+	ck_assert_int_eq(n_changed, 2);
+	tl_pod_meta_unref(before);
+	tl_pod_meta_unref(after);
+	tl_kpods_set_callbacks(m, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("kube-pods");
@@ -413,6 +625,10 @@ int main(void)
 	tcase_add_test(tc, test_endpoint_by_uid_and_defaults);
 	tcase_add_test(tc, test_other_nodes_ignored);
 	tcase_add_test(tc, test_tracked_pods_capped);
+	tcase_add_test(tc, test_meta_hostile_fields);
+	tcase_add_test(tc, test_meta_containers_bounded);
+	tcase_add_test(tc, test_meta_overlong_names_ignored);
+	tcase_add_test(tc, test_meta_changed_only_on_change);
 	suite_add_tcase(s, tc);
 	failed = tl_check_run(s);
 	return failed ? 1 : 0;

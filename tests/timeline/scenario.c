@@ -117,6 +117,18 @@ struct json_object *scn_meta(const char *ns, const char *name, const char *uid)
 	return json_tokener_parse(buf);
 }
 
+int scn_set_meta(struct tl_timelines *t, const char *uid, struct json_object *m)
+{
+	struct tl_pod_meta *pm = NULL;
+	int r = tl_pod_meta_from_json(m, uid, &pm);
+
+	if (r < 0)
+		return r;
+	r = tl_timelines_set_pod_meta(t, uid, pm);
+	tl_pod_meta_unref(pm);
+	return r;
+}
+
 int scn_termination(struct tl_timelines *t, const char *uid, int64_t t0, bool with_deleted)
 {
 	/* Deliberately not in time order: sources arrive with different delays. */

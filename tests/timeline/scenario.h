@@ -20,6 +20,9 @@ int scn_event(struct tl_event *ev, const char *uid, const char *type, int64_t t)
 int scn_add(struct tl_timelines *t, const char *uid, const char *type, int64_t time);
 /* {"pod":{...},"containers":[app (main), istio-proxy (sidecar)]}. */
 struct json_object *scn_meta(const char *ns, const char *name, const char *uid);
+/* m (scn_meta's JSON, the journal record's form) as the typed metadata
+ * through tl_timelines_set_pod_meta(). */
+int scn_set_meta(struct tl_timelines *t, const char *uid, struct json_object *m);
 /* A whole termination, one event of each required type (pod.deleted last
  * only when with_deleted), added out of time order. Returns the number of
  * distinct events added. */

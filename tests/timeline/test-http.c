@@ -177,11 +177,11 @@ START_TEST(test_http_api)
 
 	/* web-1 twice: an old, closed Pod and its replacement, still open. */
 	m = scn_meta("shop", "web-1", UID_OLD);
-	ck_assert_int_eq(tl_timelines_set_pod_meta(t, UID_OLD, m), 0);
+	ck_assert_int_eq(scn_set_meta(t, UID_OLD, m), 0);
 	json_object_put(m);
 	ck_assert_int_eq(scn_termination(t, UID_OLD, t0, true), 14);
 	m = scn_meta("shop", "web-1", UID_NEW);
-	ck_assert_int_eq(tl_timelines_set_pod_meta(t, UID_NEW, m), 0);
+	ck_assert_int_eq(scn_set_meta(t, UID_NEW, m), 0);
 	json_object_put(m);
 	ck_assert_int_eq(scn_add(t, UID_NEW, "process.exec", t0 + 600 * SCN_S), 0);
 	ck_assert_int_eq(scn_add(t, UID_ANON, "process.exec", t0 + 700 * SCN_S), 0);

@@ -209,7 +209,7 @@ static void set_meta(struct tl_timelines *t, const char *ns, const char *name, c
 	struct json_object *m = scn_meta(ns, name, uid);
 
 	ck_assert_ptr_nonnull(m);
-	ck_assert_int_eq(tl_timelines_set_pod_meta(t, uid, m), 0);
+	ck_assert_int_eq(scn_set_meta(t, uid, m), 0);
 	json_object_put(m);
 }
 
@@ -626,7 +626,7 @@ static void child_records_then_dies(struct fx *f, int64_t t0, bool deleted)
 		struct json_object *m = scn_meta("shop", "web-4", UID_A);
 
 		if (tl_loop_new(&loop) < 0 || tl_timelines_new(&f->cfg, loop, &t) < 0 ||
-		    tl_timelines_set_pod_meta(t, UID_A, m) < 0 ||
+		    scn_set_meta(t, UID_A, m) < 0 ||
 		    scn_termination(t, UID_A, t0, deleted) < 0)
 			_exit(3);
 		tl_timelines_note_kernel_loss(t, 5);
@@ -682,6 +682,61 @@ START_TEST(test_journal_replay_after_kill)
 	ck_assert_int_eq(jint(doc, "loss.agentRestarts"), 1);
 	ck_assert_uint_eq(jlen(doc, "recorder.gaps"), 1);
 	ck_assert(!jbool(doc, "complete"));
+	json_object_put(doc);
+	ck_assert_int_eq(scn_validate(path), 0);
+	fx_done(&f);
+}
+END_TEST
+
+/* A Pod-metadata frame as agents before the typed metadata wrote it (the
+ * API model's JSON: its key order, "" for unknown strings, preStop, the
+ * cgroup main added) still replays, and the document says what it said. */
+START_TEST(test_journal_previous_meta_record)
+{
+	static const char old_meta[] =
+		"M{\"pod\":{\"namespace\":\"shop\",\"name\":\"web-old\",\"uid\":\"" UID_A "\","
+		"\"node\":\"node-1\",\"ip\":\"\",\"owner\":{\"kind\":\"StatefulSet\",\"name\":\"db\"},"
+		"\"terminationGracePeriodSeconds\":60,\"istio\":{\"annotations\":"
+		"{\"sidecar.istio.io/inject\":\"true\"}}},"
+		"\"containers\":[{\"name\":\"app\",\"containerID\":\"containerd://0123abcd\","
+		"\"role\":\"main\",\"cgroupId\":4242,\"preStop\":\"exec\"},"
+		"{\"name\":\"late\",\"containerID\":\"\",\"role\":\"init\",\"cgroupId\":0,"
+		"\"preStop\":null}]}";
+	struct tl_buf frame;
+	struct fx f;
+	char path[PATH_MAX];
+	struct json_object *doc;
+	struct wait_file w = { path, NULL };
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+
+	tl_buf_init(&frame, 0);
+	tl_journal_frame(&frame, old_meta, sizeof(old_meta) - 1);
+	ck_assert_int_eq(frame.err, 0);
+	journal_after_kill(&f, t0, frame.p, frame.len);
+	tl_buf_free(&frame);
+
+	fx_store(&f);
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
+	ck_assert_int_eq(scn_add(f.t, UID_A, "pod.deleted", t0 + 31 * SCN_S), 0);
+	/* the latest metadata wins: the old record's name */
+	PATHF(path, "%s/timelines/shop/web-old_%s.json", f.dir, UID_A);
+	doc = wait_doc(&f, &w);
+	ck_assert_str_eq(jstr(doc, "pod.name"), "web-old");
+	ck_assert_str_eq(jstr(doc, "pod.uid"), UID_A);
+	ck_assert_str_eq(jstr(doc, "pod.owner.kind"), "StatefulSet");
+	ck_assert_int_eq(jint(doc, "pod.terminationGracePeriodSeconds"), 60);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(
+				 json_object_object_get(jget(doc, "pod.istio"), "annotations"),
+				 "sidecar.istio.io/inject")), "true");
+	ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(json_object_object_get(doc, "pod"), "ip"),
+							JSON_C_TO_STRING_PLAIN), "null");
+	ck_assert_str_eq(jstr(doc, "containers.0.name"), "app");
+	ck_assert_str_eq(jstr(doc, "containers.0.containerID"), "containerd://0123abcd");
+	ck_assert_int_eq(jint(doc, "containers.0.cgroupId"), 4242);
+	ck_assert_ptr_null(json_object_object_get(json_object_array_get_idx(json_object_object_get(doc, "containers"), 0),
+						  "preStop"));
+	ck_assert_str_eq(jstr(doc, "containers.1.role"), "init");
+	ck_assert_int_eq(jint(doc, "loss.diskErrors"), 0);
 	json_object_put(doc);
 	ck_assert_int_eq(scn_validate(path), 0);
 	fx_done(&f);
@@ -1578,7 +1633,7 @@ START_TEST(test_journal_compacted_over_a_long_life)
 			snprintf(rv, sizeof(rv), "10.1.%d.%d", (i / 250) % 250, 1 + i % 250);
 			json_object_object_add(json_object_object_get(m, "pod"), "ip",
 					       json_object_new_string(rv));
-			ck_assert_int_eq(tl_timelines_set_pod_meta(f.t, UID_A, m), 0);
+			ck_assert_int_eq(scn_set_meta(f.t, UID_A, m), 0);
 			json_object_put(m);
 		}
 		if (file_size(jpath) > max_size)
@@ -1674,6 +1729,7 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_journal_compacted_over_a_long_life);
 	tcase_add_test(tc, test_doc_readers_bounded_and_stable);
 	tcase_add_test(tc, test_journal_unreadable_records_counted);
+	tcase_add_test(tc, test_journal_previous_meta_record);
 	tcase_add_test(tc, test_journal_replay_closes_lingering);
 	tcase_add_test(tc, test_close_missing_after_restart);
 	tcase_add_test(tc, test_restart_restated_api_facts);

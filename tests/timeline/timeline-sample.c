@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 	if (r < 0)
 		return fail("store", r);
 	meta = scn_meta("shop", "web-5d8f-abcde", "11111111-1111-1111-1111-111111111111");
-	r = tl_timelines_set_pod_meta(t, "11111111-1111-1111-1111-111111111111", meta);
+	r = scn_set_meta(t, "11111111-1111-1111-1111-111111111111", meta);
 	json_object_put(meta);
 	if (r < 0 || scn_termination(t, "11111111-1111-1111-1111-111111111111", t0, true) < 0 ||
 	    scn_termination(t, "22222222-2222-2222-2222-222222222222", t0, true) < 0 ||
