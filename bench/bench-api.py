@@ -323,6 +323,7 @@ def memory_events(args, work, root):
                     "rss0": rss0, "held0": held0, "rss": H.proc_status(pid, "VmRSS"), "hwm": H.proc_status(pid, "VmHWM"),
                     "anon": sm.get("Rss", 0) - sm.get("Shared_Clean", 0) - sm.get("Shared_Dirty", 0),
                     "rss_anon": H.proc_status(pid, "RssAnon"), "rss_file": H.proc_status(pid, "RssFile"),
+                    "pss": sm.get("Pss", 0),
                     "fds": len(os.listdir(f"/proc/{pid}/fd")),
                     "drops": m1.get("termline_ringbuf_dropped_total", 0) - m0.get("termline_ringbuf_dropped_total", 0),
                     "unattributed": m1.get("termline_events_unattributed_total", 0)
@@ -335,7 +336,7 @@ def memory_events(args, work, root):
                       f"held {row['held']} (per Pod {row['held_min']}..{row['held_max']}, {row['open']} open, "
                       f"{row['incomplete']} incomplete); ring drops {row['drops']:.0f}, unattributed "
                       f"{row['unattributed']:.0f}", flush=True)
-                print(f"  VmRSS {row['rss']} KiB (RssAnon {row['rss_anon']}, RssFile {row['rss_file']}), "
+                print(f"  VmRSS {row['rss']} KiB (RssAnon {row['rss_anon']}, RssFile {row['rss_file']}; Pss {row['pss']}), "
                       f"VmHWM {row['hwm']} KiB, fds {row['fds']}; RSS before the events {rss0} KiB, "
                       f"{per:.1f} B per held event; agent CPU {row['cpu']:.1f}s, "
                       f"{row['cpu'] / max(row['held'] - held0, 1) * 1e6:.2f} us per event; "
@@ -353,11 +354,11 @@ def memory_events(args, work, root):
                 if proc is not None:
                     shutil.rmtree(state, ignore_errors=True)
     print()
-    print("| Pods | events made | held | ring drops | VmRSS | VmHWM | fds | agent CPU per event |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| Pods | events made | held | ring drops | VmRSS | Pss | VmHWM | fds | agent CPU per event |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print(f"| {row['pods']:,} | {row['made']:,} | {row['held']:,} | {row['drops']:,.0f} "
-              f"| {row['rss'] / 1024:.1f} MiB | {row['hwm'] / 1024:.1f} MiB | {row['fds']} "
+              f"| {row['rss'] / 1024:.1f} MiB | {row['pss'] / 1024:.1f} MiB | {row['hwm'] / 1024:.1f} MiB | {row['fds']} "
               f"| {row['cpu'] / max(row['held'] - row['held0'], 1) * 1e6:.2f} us |")
 
 
@@ -414,9 +415,11 @@ def main():
         print("SKIP: needs root")
         return 77
     E.TERMLINED = os.path.join(os.path.abspath(args.build), "daemon", "termlined")
-    # SIGTERM (and SIGHUP) unwind like Ctrl-C, through the clean-ups below
+    # SIGINT (even when started with it ignored, as a shell's background
+    # job is), SIGTERM and SIGHUP unwind through the clean-ups below
     def interrupted(signo, _frame):
         raise KeyboardInterrupt(f"signal {signo}")
+    signal.signal(signal.SIGINT, interrupted)
     signal.signal(signal.SIGTERM, interrupted)
     signal.signal(signal.SIGHUP, interrupted)
     work = tempfile.mkdtemp(prefix="termline-bench-api-")
