@@ -66,13 +66,14 @@ int state_event(const struct tl_state *s, size_t i, struct tl_event *ev)
 			tl_event_set_i(ev, TL_F_AGG_FAILED, (int64_t)a->failed);
 		return 0;
 	} else {
-		const struct rec_hdr *h = (const struct rec_hdr *)(s->arena + e->ref);
+		struct rec_hdr h;
+		const uint8_t *payload = rec_get(s->arena + e->ref, &h);
 
-		if (tl_event_init_kind(ev, (enum tl_kind)h->kind, (enum tl_source)h->source,
+		if (tl_event_init_kind(ev, (enum tl_kind)h.kind, (enum tl_source)h.source,
 				       e->time_ns) < 0)
 			return -EINVAL;
-		ctr_strings(s, h->ctr, ev);
-		return tl_event_unpack(ev, (const uint8_t *)(h + 1), h->len, h->flags, s->strs);
+		ctr_strings(s, h.ctr, ev);
+		return tl_event_unpack(ev, payload, h.len, h.flags, s->strs);
 	}
 }
 
@@ -291,9 +292,12 @@ int document_write(const struct tl_state *s, const struct recorder_info *rec,
 
 /* ---- state copies ---- */
 
+/* In front of the arena: who shares it, and the size of its buffer
+ * (big_grow's cap, this header included). */
 struct arena_hdr {
 	uint32_t refs;
 	uint32_t _pad;
+	size_t cap;
 };
 
 static struct arena_hdr *arena_hdr(uint8_t *arena)
@@ -310,26 +314,29 @@ uint8_t *arena_ref(uint8_t *arena)
 
 void arena_unref(uint8_t *arena)
 {
-	if (arena && --arena_hdr(arena)->refs == 0)
-		free(arena_hdr(arena));
+	struct arena_hdr *h = arena ? arena_hdr(arena) : NULL;
+
+	if (h && --h->refs == 0)
+		big_free(h, h->cap);
 }
 
 int arena_reserve(struct tl_state *s, size_t need)
 {
-	size_t ncap = s->acap ? s->acap : 4096;
 	struct arena_hdr *h;
+	size_t cap;
 
 	if (need <= s->acap)
 		return 0;
-	while (ncap < need)
-		ncap *= 2;
 	if (s->arena && arena_hdr(s->arena)->refs == 1) {
-		h = realloc(arena_hdr(s->arena), sizeof(*h) + ncap);
+		h = arena_hdr(s->arena);
+		cap = h->cap;
+		h = big_grow(h, &cap, sizeof(*h) + s->alen, sizeof(*h) + need);
 		if (!h)
 			return -ENOMEM;
 	} else {
 		/* Shared with a snapshot (or new): a copy of our own. */
-		h = malloc(sizeof(*h) + ncap);
+		cap = 0;
+		h = big_grow(NULL, &cap, 0, sizeof(*h) + need);
 		if (!h)
 			return -ENOMEM;
 		h->refs = 1;
@@ -338,8 +345,9 @@ int arena_reserve(struct tl_state *s, size_t need)
 			arena_unref(s->arena);
 		}
 	}
+	h->cap = cap;
 	s->arena = (uint8_t *)(h + 1);
-	s->acap = ncap;
+	s->acap = cap - sizeof(*h);
 	return 0;
 }
 
@@ -366,8 +374,13 @@ int state_copy(const struct tl_state *s, struct tl_state *ret)
 	/* shared: a reference, not a copy (see arena_reserve) */
 	ret->arena = arena_ref(s->arena);
 	ret->alen = ret->acap = s->alen;
-	ret->ev = dup_mem(s->ev, s->n * sizeof(*s->ev));
-	ret->n = ret->cap = s->n;
+	{
+		size_t bytes;
+
+		ret->ev = big_dup(s->ev, s->n * sizeof(*s->ev), &bytes);
+		ret->n = s->n;
+		ret->cap = bytes / sizeof(*s->ev);
+	}
 	ret->aggs = dup_mem(s->aggs, s->n_aggs * sizeof(*s->aggs));
 	ret->n_aggs = ret->cap_aggs = s->n_aggs;
 	if (!ret->ctrs || (s->alen && !ret->arena) || !ret->ev || !ret->aggs ||
@@ -387,7 +400,7 @@ void state_release(struct tl_state *s)
 	tl_strtab_free(s->strs);
 	free(s->ctrs);
 	arena_unref(s->arena);
-	free(s->ev);
+	big_free(s->ev, s->cap * sizeof(*s->ev));
 	free(s->aggs);
 	memset(s, 0, sizeof(*s));
 }

@@ -141,8 +141,13 @@ void tl_journal_frame(struct tl_buf *out, const void *body, size_t len)
 
 	put_le32(h, (uint32_t)len);
 	put_le32(h + 4, (uint32_t)crc32(0L, body, (uInt)len));
-	tl_buf_add(out, h, 8);
-	tl_buf_add(out, body, len);
+	/* one reserve for both (a frame per event comes here) */
+	if (tl_buf_reserve(out, 8 + len) < 0)
+		return;
+	memcpy(out->p + out->len, h, 8);
+	memcpy(out->p + out->len + 8, body, len);
+	out->len += 8 + len;
+	out->p[out->len] = '\0';
 }
 
 /* Offset just past the last whole frame of fd. */

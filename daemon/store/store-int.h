@@ -18,7 +18,7 @@
  * the aggregate array. */
 #define AGG_REF 0x80000000u
 
-/* A stored event: 8 bytes, then its packed payload (tl_event_pack). */
+/* A stored event's envelope; in the arena it is packed by rec_put. */
 struct rec_hdr {
 	uint8_t kind;
 	uint8_t source;
@@ -26,6 +26,71 @@ struct rec_hdr {
 	uint16_t ctr;   /* index into the timeline's container table, NO_CTR */
 	uint16_t len;   /* payload bytes */
 };
+
+/* A record in the arena: kind (1 byte); a byte with the source (bits 0-1),
+ * "flags follow" (bit 2) and "container follows" (bit 3); then the flags
+ * and container index as varints when they follow, the payload length as a
+ * varint, and the payload (tl_event_pack). 4 bytes for most events, where
+ * the struct took 8 and its alignment 1 more on average. */
+#define REC_HDR_MAX (2 + 3 + 3 + 3)
+
+static inline size_t rec_put(uint8_t *p, const struct rec_hdr *h)
+{
+	size_t n = 2;
+
+	p[0] = h->kind;
+	p[1] = (uint8_t)(h->source | (h->flags ? 4 : 0) | (h->ctr != NO_CTR ? 8 : 0));
+	if (h->flags)
+		n += tl_varint_put(p + n, h->flags);
+	if (h->ctr != NO_CTR)
+		n += tl_varint_put(p + n, h->ctr);
+	n += tl_varint_put(p + n, h->len);
+	return n;
+}
+
+/* The arena holds only what rec_put wrote: no bounds to check. */
+static inline uint16_t rec_varint16(const uint8_t **pp)
+{
+	const uint8_t *p = *pp;
+	uint32_t v = p[0] & 0x7f;
+
+	if (p[0] & 0x80) {
+		v |= (uint32_t)(p[1] & 0x7f) << 7;
+		if (p[1] & 0x80) {
+			v |= (uint32_t)p[2] << 14;
+			*pp = p + 3;
+			return (uint16_t)v;
+		}
+		*pp = p + 2;
+		return (uint16_t)v;
+	}
+	*pp = p + 1;
+	return (uint16_t)v;
+}
+
+/* Decodes the header at p into h; returns the payload. */
+static inline const uint8_t *rec_get(const uint8_t *p, struct rec_hdr *h)
+{
+	uint8_t b = p[1];
+
+	h->kind = p[0];
+	h->source = b & 3;
+	p += 2;
+	h->flags = (b & 4) ? rec_varint16(&p) : 0;
+	h->ctr = (b & 8) ? rec_varint16(&p) : NO_CTR;
+	h->len = rec_varint16(&p);
+	return p;
+}
+
+/* Large growable buffers (mem.c): malloc'd up to BIG_MIN bytes, an
+ * anonymous mapping grown with mremap past it. big_grow returns p grown to
+ * hold need bytes (its first used bytes kept) and updates *cap, or NULL
+ * with p untouched; big_free takes the cap big_grow gave (or less, by less
+ * than one element); big_dup copies n bytes into a new buffer. */
+#define BIG_MIN (64u * 1024)
+void *big_grow(void *p, size_t *cap, size_t used, size_t need);
+void big_free(void *p, size_t cap);
+void *big_dup(const void *p, size_t n, size_t *cap);
 
 /* 12 bytes, not 16: one per event, and x86 and arm64 read the unaligned
  * time at no cost. */
@@ -262,6 +327,7 @@ struct tl_timelines {
 	struct recorder_info rec;
 	int64_t recording_since_ns;
 	struct timeline *buckets[HASH_BUCKETS];
+	struct timeline *last; /* found last (find_open) */
 	size_t n_open;
 	struct closed *closed;
 	size_t n_closed, cap_closed;
