@@ -411,6 +411,24 @@ static int collect(const struct tl_model *m, struct fb *b, req_pred pred, const 
 	return 0;
 }
 
+/* A rule's finding over the failed requests pred selects: 1 with b open
+ * and sp filled when there is at least one, 0 when there is none (b is
+ * not open), -ENOMEM. */
+static int fb_collect(const struct tl_model *m, struct fb *b, const char *rule,
+		      const char *severity, req_pred pred, const void *arg, struct span *sp)
+{
+	int r;
+
+	if (fb_new(b, rule, severity) < 0)
+		return -ENOMEM;
+	r = collect(m, b, pred, arg, sp);
+	if (r < 0 || sp->n == 0) {
+		fb_free(b);
+		return r;
+	}
+	return 1;
+}
+
 static int put_span(const struct tl_model *m, struct fb *b, const struct span *sp)
 {
 	if (put_int(b->numbers, "failedRequests", (int64_t)sp->n) < 0 ||
@@ -458,15 +476,12 @@ static int rule_listener_closed(const struct tl_model *m, struct json_object *ou
 
 		if (!is_main(c) || !c->listen_closed_ns)
 			continue;
-		if (fb_new(&b, "requests_after_listener_closed", "error") < 0)
-			return -ENOMEM;
-		r = collect(m, &b, inbound_after, &a, &sp);
-		if (r < 0 || sp.n == 0) {
-			fb_free(&b);
-			if (r < 0)
-				return r;
+		r = fb_collect(m, &b, "requests_after_listener_closed", "error", inbound_after, &a,
+			       &sp);
+		if (r < 0)
+			return r;
+		if (r == 0)
 			continue;
-		}
 		/* who forwarded them: the container whose record it is (the
 		 * proxy's access log), else the Service's clients */
 		by = json_object_new_object();
@@ -539,14 +554,15 @@ static int rule_listener_closed(const struct tl_model *m, struct json_object *ou
 	return 0;
 }
 
-struct se_arg {
+/* A container's requests around a moment (its sidecar's stop, its kill). */
+struct ctr_at {
 	int ctr;
 	int64_t t;
 };
 
 static bool outbound_of_after(const struct tl_model *m, const struct tl_req *r, const void *arg)
 {
-	const struct se_arg *a = arg;
+	const struct ctr_at *a = arg;
 
 	(void)m;
 	return !r->inbound && r->ctr == a->ctr && after(r, a->t);
@@ -566,7 +582,7 @@ static int rule_sidecar_exit(const struct tl_model *m, struct json_object *out)
 		return 0;
 	for (size_t i = 0; i < m->n_ctr; i++) {
 		const struct tl_ctr *c = &m->ctr[i];
-		struct se_arg a = {(int)i, t_stop};
+		struct ctr_at a = {(int)i, t_stop};
 		char setting[256];
 		struct span sp;
 		struct fb b;
@@ -576,15 +592,12 @@ static int rule_sidecar_exit(const struct tl_model *m, struct json_object *out)
 
 		if (!is_main(c))
 			continue;
-		if (fb_new(&b, "requests_after_sidecar_exit", "error") < 0)
-			return -ENOMEM;
-		r = collect(m, &b, outbound_of_after, &a, &sp);
-		if (r < 0 || sp.n == 0) {
-			fb_free(&b);
-			if (r < 0)
-				return r;
+		r = fb_collect(m, &b, "requests_after_sidecar_exit", "error", outbound_of_after, &a,
+			       &sp);
+		if (r < 0)
+			return r;
+		if (r == 0)
 			continue;
-		}
 		/* the proxy must outlive the main container's stop */
 		need =
 		    c->exit_ns && c->sigterm_ns
@@ -645,15 +658,11 @@ static int rule_before_ready(const struct tl_model *m, struct json_object *out)
 
 		if (!is_main(c) || !c->listen_ns)
 			continue;
-		if (fb_new(&b, "traffic_before_ready", "error") < 0)
-			return -ENOMEM;
-		r = collect(m, &b, inbound_before, &a, &sp);
-		if (r < 0 || sp.n == 0) {
-			fb_free(&b);
-			if (r < 0)
-				return r;
+		r = fb_collect(m, &b, "traffic_before_ready", "error", inbound_before, &a, &sp);
+		if (r < 0)
+			return r;
+		if (r == 0)
 			continue;
-		}
 		gap = (double)(c->listen_ns - sp.first_ns) / 1e9;
 		snprintf(setting, sizeof(setting),
 			 "spec.containers[%s].readinessProbe on :%d (traffic waits for it), or "
@@ -732,14 +741,9 @@ static int rule_sigterm_ignored(const struct tl_model *m, struct json_object *ou
 	return 0;
 }
 
-struct kill_arg {
-	int ctr;
-	int64_t t;
-};
-
 static bool in_flight_at(const struct tl_model *m, const struct tl_req *r, const void *arg)
 {
-	const struct kill_arg *a = arg;
+	const struct ctr_at *a = arg;
 
 	(void)m;
 	return r->ctr == a->ctr && r->start_ns <= a->t && (r->end_ns > a->t || r->status == 0) &&
@@ -750,7 +754,7 @@ static int rule_sigkill(const struct tl_model *m, struct json_object *out)
 {
 	for (size_t i = 0; i < m->n_ctr; i++) {
 		const struct tl_ctr *c = &m->ctr[i];
-		struct kill_arg a = {(int)i, c->sigkill_ns};
+		struct ctr_at a = {(int)i, c->sigkill_ns};
 		int64_t busy = c->sigkill_ns;
 		struct span sp;
 		struct fb b;
