@@ -42,6 +42,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+# Set by tools/dev for the ASan + UBSan build, where termlined runs several
+# times slower: deadlines (never what a test asserts) are longer there.
+SANITIZED = os.environ.get("TERMLINE_SANITIZED", "") not in ("", "0")
+
+
+def deadline(seconds):
+    """A wait's deadline: seconds, times 4 under the sanitizers."""
+    return seconds * 4 if SANITIZED else seconds
+
+
 def wait_for(pred, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

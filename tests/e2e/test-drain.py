@@ -219,7 +219,14 @@ def run_one(mode, pod, gate, simstate, agent, agent_env):
     E.wait_for(lambda: len(load.results) >= 10, 20, "load running")
     assert not load.failed(), f"{mode}: requests failed before the termination"
     term = terminate(simstate, pod, gate, mode, agent_env)
-    time.sleep(0.3)
+    # The deletion only once the simulated kubelet watches for it (it
+    # writes GATE.waiting): a fixed pause here let the SIGTERM come up to
+    # 1 s late on a loaded machine, after the dataplanes had stopped, and
+    # the race the test shows did not happen.
+    E.wait_for(lambda: os.path.exists(gate + ".waiting") or term.poll() is not None, E.deadline(30),
+               f"{mode}: the simulated kubelet watching")
+    if term.poll() is not None:
+        raise AssertionError(f"{mode}: termline-simpod terminate exited {term.returncode}: {term.communicate()[1]}")
     t_gate = time.time()
     with open(gate, "w", encoding="utf-8") as f:
         f.write("delete\n")
