@@ -34,26 +34,27 @@ struct tl_kexec {
 	struct tl_timer *timer;
 };
 
+/* Off the loop before the close: the loop knows a watch by its fd number,
+ * which the next open may reuse. */
+static void kx_close(struct tl_kexec *x, int *fd, bool *on_loop)
+{
+	if (*fd < 0)
+		return;
+	if (*on_loop)
+		tl_loop_del_io(x->loop, *fd);
+	*on_loop = false;
+	close(*fd);
+	*fd = -1;
+}
+
 static void kx_close_out(struct tl_kexec *x)
 {
-	if (x->child.out_fd < 0)
-		return;
-	if (x->out_on_loop)
-		tl_loop_del_io(x->loop, x->child.out_fd);
-	x->out_on_loop = false;
-	close(x->child.out_fd);
-	x->child.out_fd = -1;
+	kx_close(x, &x->child.out_fd, &x->out_on_loop);
 }
 
 static void kx_close_pid(struct tl_kexec *x)
 {
-	if (x->child.pid_fd < 0)
-		return;
-	if (x->pid_on_loop)
-		tl_loop_del_io(x->loop, x->child.pid_fd);
-	x->pid_on_loop = false;
-	close(x->child.pid_fd);
-	x->child.pid_fd = -1;
+	kx_close(x, &x->child.pid_fd, &x->pid_on_loop);
 }
 
 void tl_kexec_free(struct tl_kexec *x)
