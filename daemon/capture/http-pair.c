@@ -6,6 +6,8 @@
 #include "http-pair.h"
 
 #define BUCKETS 4096
+/* Pending requests a connection has room for at first. */
+#define Q_FIRST 2
 
 struct pending {
 	char method[TL_HTTP_METHOD_MAX];
@@ -34,8 +36,11 @@ struct conn {
 	bool was_reset;
 	int64_t last_ns;
 	struct head_buf head[2];
-	struct pending *q;  /* ring of max_pending */
-	uint32_t q_head, q_len;
+	/* Ring of q_cap pending requests, grown by doubling up to max_pending:
+	 * most connections never hold more than one or two, and a connection
+	 * per request would otherwise clear max_pending entries each time. */
+	struct pending *q;
+	uint32_t q_head, q_len, q_cap;
 	struct conn *hnext;              /* hash chain */
 	struct conn *lru_prev, *lru_next; /* most recent at lru_head */
 };
@@ -172,7 +177,7 @@ static void fail_pending(struct tl_http_tracker *t, struct conn *c, const char *
 	while (c->q_len) {
 		struct pending p = c->q[c->q_head];
 
-		c->q_head = (c->q_head + 1) % t->cfg.max_pending;
+		c->q_head = (c->q_head + 1) % c->q_cap;
 		c->q_len--;
 		report(t, c, &p, 0, error, ts);
 	}
@@ -200,7 +205,8 @@ static struct conn *conn_get(struct tl_http_tracker *t, uint64_t key, uint32_t t
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	c->q = calloc(t->cfg.max_pending, sizeof(*c->q));
+	c->q_cap = t->cfg.max_pending < Q_FIRST ? t->cfg.max_pending : Q_FIRST;
+	c->q = malloc(c->q_cap * sizeof(*c->q));
 	if (!c->q) {
 		free(c);
 		return NULL;
@@ -216,6 +222,23 @@ static struct conn *conn_get(struct tl_http_tracker *t, uint64_t key, uint32_t t
 	return c;
 }
 
+/* Twice the room (up to max_pending), the ring laid out from index 0. */
+static int q_grow(struct tl_http_tracker *t, struct conn *c)
+{
+	uint32_t cap = c->q_cap * 2 < t->cfg.max_pending ? c->q_cap * 2 : t->cfg.max_pending;
+	struct pending *q = malloc(cap * sizeof(*q));
+
+	if (!q)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->q_len; i++)
+		q[i] = c->q[(c->q_head + i) % c->q_cap];
+	free(c->q);
+	c->q = q;
+	c->q_cap = cap;
+	c->q_head = 0;
+	return 0;
+}
+
 static void on_request(struct tl_http_tracker *t, struct conn *c, int side,
 		       const struct tl_http_head *h, bool cut, int64_t ts)
 {
@@ -225,13 +248,16 @@ static void on_request(struct tl_http_tracker *t, struct conn *c, int side,
 		c->dir = side == 0 ? TL_HTTP_DIR_INBOUND : TL_HTTP_DIR_OUTBOUND;
 	else if ((c->dir == TL_HTTP_DIR_INBOUND) != (side == 0))
 		return; /* a request going the wrong way: not ours to pair */
-	if (c->q_len == t->cfg.max_pending) {
+	/* Without room to grow, the oldest goes (below). */
+	if (c->q_len == c->q_cap && c->q_cap < t->cfg.max_pending)
+		(void)q_grow(t, c);
+	if (c->q_len == c->q_cap) {
 		/* A peer pipelining without end: the oldest goes unreported. */
-		c->q_head = (c->q_head + 1) % t->cfg.max_pending;
+		c->q_head = (c->q_head + 1) % c->q_cap;
 		c->q_len--;
 		t->st.pending_overflow++;
 	}
-	p = &c->q[(c->q_head + c->q_len) % t->cfg.max_pending];
+	p = &c->q[(c->q_head + c->q_len) % c->q_cap];
 	c->q_len++;
 	memcpy(p->method, h->method, sizeof(p->method));
 	memcpy(p->path, h->path, sizeof(p->path));
@@ -260,7 +286,7 @@ static void on_response(struct tl_http_tracker *t, struct conn *c, int side,
 		return;
 	}
 	p = c->q[c->q_head];
-	c->q_head = (c->q_head + 1) % t->cfg.max_pending;
+	c->q_head = (c->q_head + 1) % c->q_cap;
 	c->q_len--;
 	report(t, c, &p, h->status, NULL, ts);
 	if (h->status == 101) {

@@ -248,6 +248,53 @@ START_TEST(test_pipelined_outbound)
 }
 END_TEST
 
+/* The pending ring starts small and grows: requests stay in order when it
+ * grows wrapped around (its head not at the first slot), and the bound
+ * still drops the oldest once it is reached. */
+START_TEST(test_pending_grows_in_order)
+{
+	struct tl_http_tracker *t = tracker(0, 3);
+	struct tl_http_tracker_stats st;
+
+	feed(t, 4, true, REQ("a") REQ("b"), 1);
+	feed(t, 4, false, RESP("200 OK"), 2);     /* a answered: the head moves on */
+	feed(t, 4, true, REQ("c") REQ("d"), 3); /* c wraps to the first slot, d grows */
+	feed(t, 4, true, REQ("e"), 4);          /* over the bound of 3: b goes */
+	feed(t, 4, false, RESP("201 Created") RESP("202 Accepted") RESP("203 Info"), 5);
+	ck_assert_int_eq(ngot, 4);
+	expect(0, "a", 200, NULL, TL_HTTP_DIR_INBOUND);
+	expect(1, "c", 201, NULL, TL_HTTP_DIR_INBOUND);
+	expect(2, "d", 202, NULL, TL_HTTP_DIR_INBOUND);
+	expect(3, "e", 203, NULL, TL_HTTP_DIR_INBOUND);
+	tl_http_tracker_stats(t, &st);
+	ck_assert_int_eq(st.pending_overflow, 1);
+	tl_http_tracker_free(t);
+
+	/* Unbounded enough: 40 pipelined requests, answered in order. */
+	t = tracker(0, 0);
+	for (int i = 0; i < 40; i++) {
+		char req[96];
+
+		snprintf(req, sizeof(req), "GET /r HTTP/1.1\r\nx-request-id: r%d\r\n\r\n", i);
+		feed(t, 5, true, req, 10 + i);
+		if (i % 7 == 6)
+			feed(t, 5, false, RESP("200 OK"), 10 + i);
+	}
+	for (int i = 0; i < 40 - 40 / 7; i++)
+		feed(t, 5, false, RESP("200 OK"), 100 + i);
+	ck_assert_int_eq(ngot, 40);
+	for (int i = 0; i < 40; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "r%d", i);
+		expect(i, id, 200, NULL, TL_HTTP_DIR_INBOUND);
+	}
+	tl_http_tracker_stats(t, &st);
+	ck_assert_int_eq(st.pending_overflow, 0);
+	tl_http_tracker_free(t);
+}
+END_TEST
+
 START_TEST(test_head_and_chunked)
 {
 	struct tl_http_tracker *t = tracker(0, 0);
@@ -416,6 +463,7 @@ static Suite *suite(void)
 	tc = tcase_create("pair");
 	tcase_add_test(tc, test_keepalive_inbound);
 	tcase_add_test(tc, test_pipelined_outbound);
+	tcase_add_test(tc, test_pending_grows_in_order);
 	tcase_add_test(tc, test_head_and_chunked);
 	tcase_add_test(tc, test_reset_close_upgrade);
 	tcase_add_test(tc, test_not_http_and_midstream);
