@@ -33,10 +33,19 @@ static struct tl_drain_slice *find_slice(struct tl_drain_state *s, const char *n
 	return NULL;
 }
 
-static struct tl_drain_slice *add_slice(struct tl_drain_state *s, const char *name)
+/* A slice's entry in *ret, added when new: 0, -EINVAL for a name that is
+ * not one (empty, too long), -ENOSPC when no slot is free. */
+static int get_slice(struct tl_drain_state *s, const char *name, struct tl_drain_slice **ret)
 {
-	struct tl_drain_slice *sl = NULL;
+	struct tl_drain_slice *sl;
 
+	if (!name || !name[0] || strlen(name) >= TL_DRAIN_NAME_MAX)
+		return -EINVAL;
+	sl = find_slice(s, name);
+	if (sl) {
+		*ret = sl;
+		return 0;
+	}
 	if (s->nslices < TL_DRAIN_MAX_SLICES) {
 		sl = &s->slices[s->nslices++];
 	} else {
@@ -46,27 +55,25 @@ static struct tl_drain_slice *add_slice(struct tl_drain_state *s, const char *na
 			if (!s->slices[i].present)
 				sl = &s->slices[i];
 		if (!sl)
-			return NULL;
+			return -ENOSPC;
 	}
 	memset(sl, 0, sizeof(*sl));
 	memcpy(sl->name, name, strlen(name) + 1);
-	return sl;
+	*ret = sl;
+	return 0;
 }
 
 int tl_drain_fact_endpoint(struct tl_drain_state *s, const char *slice, const char *service,
 			   bool ready, bool serving, bool terminating, int64_t t)
 {
 	struct tl_drain_slice *sl;
+	int r;
 
-	if (!slice || !slice[0] || strlen(slice) >= TL_DRAIN_NAME_MAX)
-		return -EINVAL;
-	sl = find_slice(s, slice);
-	if (!sl)
-		sl = add_slice(s, slice);
-	if (!sl) {
+	r = get_slice(s, slice, &sl);
+	if (r == -ENOSPC)
 		s->slices_ignored++;
-		return -ENOSPC;
-	}
+	if (r < 0)
+		return r;
 	if (service && strlen(service) < TL_DRAIN_NAME_MAX)
 		memcpy(sl->service, service, strlen(service) + 1);
 	sl->present = true;
@@ -80,16 +87,15 @@ int tl_drain_fact_endpoint(struct tl_drain_state *s, const char *slice, const ch
 int tl_drain_fact_endpoint_removed(struct tl_drain_state *s, const char *slice, int64_t t)
 {
 	struct tl_drain_slice *sl;
+	int r;
 
-	if (!slice || !slice[0] || strlen(slice) >= TL_DRAIN_NAME_MAX)
-		return -EINVAL;
-	sl = find_slice(s, slice);
 	/* A removal from a slice never seen listing it (the agent started
 	 * after): remember it was listed, now gone. */
-	if (!sl)
-		sl = add_slice(s, slice);
-	if (!sl)
+	r = get_slice(s, slice, &sl);
+	if (r == -ENOSPC)
 		return 0; /* every slot listing it: nothing to record */
+	if (r < 0)
+		return r;
 	sl->present = false;
 	sl->ready = sl->serving = false;
 	sl->changed_ns = t;
