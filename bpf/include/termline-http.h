@@ -40,6 +40,20 @@ struct tl_http_rec {
 	__s32 err;            /* ERROR: the syscall's -errno */
 };
 
+/* The tracked cgroups' filter: one bit per hash of a cgroup id, set by
+ * user space for every id in http_cgroups (and cleared when no tracked id
+ * hashes to it). A clear bit dismisses a syscall without the hash map
+ * lookup: one word of one page, at every read and write of every process
+ * on the node (bench/README.md, "bench-http-capture"). A set bit may be
+ * another cgroup's: the map says. */
+#define TL_HTTP_CG_FILTER_SHIFT 15
+#define TL_HTTP_CG_FILTER_WORDS ((1u << TL_HTTP_CG_FILTER_SHIFT) / 64)
+
+static inline __u32 tl_http_cg_filter_bit(__u64 cgroup_id)
+{
+	return (__u32)((cgroup_id * 0x9E3779B97F4A7C15ULL) >> (64 - TL_HTTP_CG_FILTER_SHIFT));
+}
+
 /* Per-connection state the program keeps (value of the conns map). */
 #define TL_HTTP_CONN_HTTP 1     /* an HTTP/1.x message was seen */
 #define TL_HTTP_CONN_NOT_HTTP 2 /* TLS or HTTP/2: never copy again */

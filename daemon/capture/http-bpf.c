@@ -24,6 +24,9 @@ struct tl_http_bpf {
 	struct tl_loop *loop;
 	struct tl_timer *timer;
 	int rb_fd;
+	/* Tracked ids per bit of the kernel's cgroup filter (termline-http.h):
+	 * a bit is cleared when its last id is untracked. */
+	uint16_t cg_refs[1u << TL_HTTP_CG_FILTER_SHIFT];
 	tl_http_rec_cb cb;
 	void *ud;
 	uint64_t bad_records;
@@ -180,16 +183,32 @@ int tl_http_bpf_attach_loop(struct tl_http_bpf *b, struct tl_loop *loop)
 
 int tl_http_bpf_track_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 {
-	uint8_t one = 1;
+	int fd = bpf_map__fd(b->skel->maps.http_cgroups);
+	uint32_t bit = tl_http_cg_filter_bit(cgroup_id);
+	uint8_t one = 1, v;
 
-	return bpf_map_update_elem(bpf_map__fd(b->skel->maps.http_cgroups), &cgroup_id, &one, BPF_ANY)
-		       ? -errno
-		       : 0;
+	if (bpf_map_lookup_elem(fd, &cgroup_id, &v) == 0)
+		return 0;
+	if (bpf_map_update_elem(fd, &cgroup_id, &one, BPF_NOEXIST) < 0)
+		return -errno;
+	/* The map first, then the bit: a set bit whose id is not in the map
+	 * yet only costs a lookup. */
+	if (b->cg_refs[bit]++ == 0)
+		__atomic_fetch_or(&b->skel->bss->http_cg_filter[bit / 64], 1ULL << (bit % 64),
+				  __ATOMIC_RELEASE);
+	return 0;
 }
 
 int tl_http_bpf_untrack_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 {
-	return bpf_map_delete_elem(bpf_map__fd(b->skel->maps.http_cgroups), &cgroup_id) ? -errno : 0;
+	uint32_t bit = tl_http_cg_filter_bit(cgroup_id);
+
+	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.http_cgroups), &cgroup_id) < 0)
+		return -errno;
+	if (b->cg_refs[bit] > 0 && --b->cg_refs[bit] == 0)
+		__atomic_fetch_and(&b->skel->bss->http_cg_filter[bit / 64], ~(1ULL << (bit % 64)),
+				   __ATOMIC_RELEASE);
+	return 0;
 }
 
 uint64_t tl_http_bpf_dropped(struct tl_http_bpf *b)
