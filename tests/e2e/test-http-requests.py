@@ -111,7 +111,7 @@ def main():
         uid = pod["podUid"]
         ids = {c["name"]: c["containerId"] for c in pod["containers"]}
         # A new Pod opens its start-up window.
-        E.wait_for(lambda: capture_state(agent) == "attached", 10, "the capture program attached")
+        E.wait_for(lambda: capture_state(agent) == "attached", E.deadline(10), "the capture program attached")
         load = Load(pod["proxyPort"]).start()
         E.wait_for(lambda: len(load.results) >= 20, 20, "20 requests before termination")
         E.simpod("--state-dir", simstate, "terminate", "--grace", "4", "--prestop-seconds", "1")
@@ -130,72 +130,90 @@ def main():
         def http_events():
             return [e for e in agent.events(uid) if e["type"] == "http.request"]
 
-        try:
-            E.wait_for(lambda: len(http_events()) >= len(answered), 20, "every answered request in the agent's output")
-        except AssertionError:
-            pass  # reported in detail below
-        evs = http_events()
-        log = [e for e in evs if e["source"] == "log"]
-        kern = [e for e in evs if e["source"] == "kernel"]
-        assert len(log) + len(kern) == len(evs), evs
-        by_id = {}
-        for e in log:
-            assert e["container"] == "istio-proxy" and e["podUid"] == uid, e
-            assert e["requestId"] not in by_id, f"request {e['requestId']} recorded twice"
-            by_id[e["requestId"]] = e
-        # The legs seen on the Pod's own sockets (the Pod is in a capture
-        # window from its start).
-        legs = {}
-        for e in kern:
-            key = (e["containerId"], e["direction"], e["requestId"])
-            assert key not in legs, f"kernel leg recorded twice: {e}"
-            legs[key] = e
-        # A proxy that exits right after answering may never write its
-        # last record: the proxy's socket has the request then.
-        unlogged = [rid for rid in answered if rid not in by_id]
-        missing = [rid for rid in unlogged if (ids["istio-proxy"], "inbound", rid) not in legs]
-        assert not missing, f"{len(missing)} of {len(answered)} answered requests missing, e.g. {missing[:5]}"
-        for rid in unlogged:
-            e = legs[(ids["istio-proxy"], "inbound", rid)]
-            assert e["status"] == answered[rid], f"{rid}: client saw {answered[rid]}: {e}"
-        for rid, st in answered.items():
-            if rid in unlogged:
-                continue
-            e = by_id[rid]
-            assert e["status"] == st, f"{rid}: client saw {st}, timeline says {e['status']}: {e}"
-            assert e["method"] == "GET" and e["path"].startswith("/load?n="), e
-            assert e["direction"] == "inbound", e
-            assert e["durationMs"] >= 0, e
-            if st == 503:
-                assert e["responseFlags"] in ("UF", "UC"), e
-            else:
-                assert e["responseFlags"] == "-", e
-        extra = [rid for rid in by_id if rid not in answered]
-        assert not extra, f"requests the client never got an answer for are recorded: {extra[:5]}"
-        assert set(refused).isdisjoint(by_id), "a refused request has an event"
+        def check(evs):
+            """The requests in the agent's output, as the client saw them;
+            AssertionError while anything is missing or wrong."""
+            log = [e for e in evs if e["source"] == "log"]
+            kern = [e for e in evs if e["source"] == "kernel"]
+            assert len(log) + len(kern) == len(evs), evs
+            by_id = {}
+            for e in log:
+                assert e["container"] == "istio-proxy" and e["podUid"] == uid, e
+                assert e["requestId"] not in by_id, f"request {e['requestId']} recorded twice"
+                by_id[e["requestId"]] = e
+            # The legs seen on the Pod's own sockets (the Pod is in a capture
+            # window from its start).
+            legs = {}
+            for e in kern:
+                key = (e["containerId"], e["direction"], e["requestId"])
+                assert key not in legs, f"kernel leg recorded twice: {e}"
+                legs[key] = e
+            # A proxy that exits right after answering may never write its
+            # last record: the proxy's socket has the request then.
+            unlogged = [rid for rid in answered if rid not in by_id]
+            missing = [rid for rid in unlogged if (ids["istio-proxy"], "inbound", rid) not in legs]
+            assert not missing, f"{len(missing)} of {len(answered)} answered requests missing, e.g. {missing[:5]}"
+            for rid in unlogged:
+                e = legs[(ids["istio-proxy"], "inbound", rid)]
+                assert e["status"] == answered[rid], f"{rid}: client saw {answered[rid]}: {e}"
+            for rid, st in answered.items():
+                if rid in unlogged:
+                    continue
+                e = by_id[rid]
+                assert e["status"] == st, f"{rid}: client saw {st}, timeline says {e['status']}: {e}"
+                assert e["method"] == "GET" and e["path"].startswith("/load?n="), e
+                assert e["direction"] == "inbound", e
+                assert e["durationMs"] >= 0, e
+                if st == 503:
+                    assert e["responseFlags"] in ("UF", "UC"), e
+                else:
+                    assert e["responseFlags"] == "-", e
+            extra = [rid for rid in by_id if rid not in answered]
+            assert not extra, f"requests the client never got an answer for are recorded: {extra[:5]}"
+            assert set(refused).isdisjoint(by_id), "a refused request has an event"
 
-        # The same requests on the Pod's own sockets: the proxy's inbound
-        # leg with the client's status, and for those the app answered, the
-        # proxy's outbound leg and the app's inbound one.
-        joined = 0
-        for rid, st in answered.items():
-            if rid in unlogged:
-                continue
-            # The proxy's inbound leg is joined with its log record (one
-            # event, alsoSeenBy kernel), or, when the record came too late
-            # for the join, recorded apart: once either way.
-            e = legs.get((ids["istio-proxy"], "inbound", rid))
-            if by_id[rid].get("alsoSeenBy") == "kernel":
-                joined += 1
-                assert e is None, f"{rid}: joined and recorded apart: {e}"
-                assert by_id[rid]["containerId"] == ids["istio-proxy"], by_id[rid]
-            else:
-                assert e and e["status"] == st, f"{rid}: proxy's inbound leg {e}, client saw {st}"
-            if st == 200:
-                for key in ((ids["istio-proxy"], "outbound", rid), (ids["app"], "inbound", rid)):
-                    assert legs.get(key, {}).get("status") == 200, f"{rid}: no 200 for {key}: {legs.get(key)}"
-        assert not [k for k in legs if k[2] not in answered], "a kernel leg for a request nobody answered"
-        assert joined, "no log record joined with the proxy's inbound leg"
+            # The same requests on the Pod's own sockets: the proxy's inbound
+            # leg with the client's status, and for those the app answered, the
+            # proxy's outbound leg and the app's inbound one.
+            joined = 0
+            for rid, st in answered.items():
+                if rid in unlogged:
+                    continue
+                # The proxy's inbound leg is joined with its log record (one
+                # event, alsoSeenBy kernel), or, when the record came too late
+                # for the join, recorded apart: once either way.
+                e = legs.get((ids["istio-proxy"], "inbound", rid))
+                if by_id[rid].get("alsoSeenBy") == "kernel":
+                    joined += 1
+                    assert e is None, f"{rid}: joined and recorded apart: {e}"
+                    assert by_id[rid]["containerId"] == ids["istio-proxy"], by_id[rid]
+                else:
+                    assert e and e["status"] == st, f"{rid}: proxy's inbound leg {e}, client saw {st}"
+                if st == 200:
+                    for key in ((ids["istio-proxy"], "outbound", rid), (ids["app"], "inbound", rid)):
+                        assert legs.get(key, {}).get("status") == 200, f"{rid}: no 200 for {key}: {legs.get(key)}"
+            assert not [k for k in legs if k[2] not in answered], "a kernel leg for a request nobody answered"
+            assert joined, "no log record joined with the proxy's inbound leg"
+            return kern, unlogged, joined
+
+        def complete():
+            try:
+                check(http_events())
+                return True
+            except AssertionError:
+                return False
+
+        # Wait for the whole picture, not for a count: the output fills in
+        # over seconds after the load stops (access-log lines read as the
+        # proxy writes them, inbound legs held up to 2 s for their log
+        # record); a count of events was reached with the last log records
+        # or the app's legs still to come. Past the deadline the check
+        # below says what is missing.
+        try:
+            E.wait_for(complete, E.deadline(20), "every answered request in the agent's output")
+        except AssertionError:
+            pass
+        kern, unlogged, joined = check(http_events())
 
         # The timeline says when capture was on: from the Pod's start (its
         # start-up window), then again from its SIGTERM (termination).
@@ -206,7 +224,7 @@ def main():
         doc_path = os.path.join(state, "timelines", "_unknown", f"{uid}.json")
         E.wait_for(lambda: os.path.exists(doc_path), 60, doc_path)
         # The Pod's timeline closed: no Pod in a window, the program detached.
-        E.wait_for(lambda: capture_state(agent) == "detached", 15, "the capture program detached")
+        E.wait_for(lambda: capture_state(agent) == "detached", E.deadline(15), "the capture program detached")
         (doc,) = E.validate_documents([doc_path])
         in_doc = {e["requestId"]: e["status"] for e in doc["events"]
                   if e["type"] == "http.request" and e["source"] == "log"}
