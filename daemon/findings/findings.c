@@ -568,17 +568,24 @@ static bool outbound_of_after(const struct tl_model *m, const struct tl_req *r, 
 	return !r->inbound && r->ctr == a->ctr && after(r, a->t);
 }
 
-static int rule_sidecar_exit(const struct tl_model *m, struct json_object *out)
+/* The Pod's sidecar once it stopped accepting (*ret_stop); NULL without a
+ * sidecar or with no stop recorded. */
+static const struct tl_ctr *sidecar_stopped(const struct tl_model *m, int64_t *ret_stop)
 {
 	int si = first_sidecar(m);
-	const struct tl_ctr *s;
-	int64_t t_stop;
 
 	if (si < 0)
-		return 0;
-	s = &m->ctr[si];
-	t_stop = stop_ns(s);
-	if (!t_stop)
+		return NULL;
+	*ret_stop = stop_ns(&m->ctr[si]);
+	return *ret_stop ? &m->ctr[si] : NULL;
+}
+
+static int rule_sidecar_exit(const struct tl_model *m, struct json_object *out)
+{
+	int64_t t_stop;
+	const struct tl_ctr *s = sidecar_stopped(m, &t_stop);
+
+	if (!s)
 		return 0;
 	for (size_t i = 0; i < m->n_ctr; i++) {
 		const struct tl_ctr *c = &m->ctr[i];
@@ -808,15 +815,10 @@ static int rule_sigkill(const struct tl_model *m, struct json_object *out)
 
 static int rule_exit_order(const struct tl_model *m, struct json_object *out)
 {
-	int si = first_sidecar(m);
-	const struct tl_ctr *s;
 	int64_t t_stop;
+	const struct tl_ctr *s = sidecar_stopped(m, &t_stop);
 
-	if (si < 0)
-		return 0;
-	s = &m->ctr[si];
-	t_stop = stop_ns(s);
-	if (!t_stop)
+	if (!s)
 		return 0;
 	for (size_t i = 0; i < m->n_ctr; i++) {
 		const struct tl_ctr *c = &m->ctr[i];
