@@ -106,18 +106,57 @@ static void close_failed(struct timeline *tl, int err)
 	}
 }
 
+/* ---- file-system calls off the loop (fsworker.c) ---- */
+
+static void fs_job_done(struct fsjob *job)
+{
+	if (job->result < 0)
+		note_disk_error(NULL);
+	free(job);
+}
+
+/* Runs job on the worker, or here when it cannot be queued (shutdown, no
+ * thread, no memory for the job: then with a job on the stack). */
+static void fs_detached(struct tl_timelines *t, int type, int fd, const char *path)
+{
+	struct fsjob *job = t->sync_fs ? NULL : calloc(1, sizeof(*job));
+	struct fsjob local = { .type = type, .fd = fd };
+
+	if (job) {
+		job->type = type;
+		job->fd = fd;
+		job->done = fs_job_done;
+		if (path)
+			snprintf(job->path, sizeof(job->path), "%s", path);
+		if (tl_fsworker_submit(t->fsw, job) == 0)
+			return;
+		free(job);
+	}
+	if (path)
+		snprintf(local.path, sizeof(local.path), "%s", path);
+	if (fsjob_run(&local) < 0)
+		note_disk_error(NULL);
+}
+
 /* The document is on disk and indexed: the timeline is gone. Freeing is a
  * few free() calls (compact state), fine inside its own timer callback
- * since the loop allows freeing a timer there. */
+ * since the loop allows freeing a timer there. The journal is closed here
+ * and unlinked by the worker: an unlink frees the file's pages, which took
+ * milliseconds on the loop. (Its uid is closed: events for it are late and
+ * open no new journal at that path.) */
 static void close_done(struct timeline *tl)
 {
 	struct tl_timelines *t = tl->store;
+	char path[PATH_MAX] = "";
 
 	tl_metric_add(M_CLOSED, NULL, 1);
 	timeline_unlink(tl);
-	if (tl_journal_remove(tl->journal) < 0)
-		note_disk_error(NULL);
+	if (tl->journal)
+		snprintf(path, sizeof(path), "%s", tl_journal_path(tl->journal));
+	tl_journal_discard(tl->journal);
 	tl->journal = NULL;
+	if (path[0])
+		fs_detached(t, FSJOB_UNLINK, -1, path);
 	timeline_free(tl);
 	tl_timelines_retention_run(t);
 }
@@ -130,6 +169,12 @@ void writer_free(struct tl_loop *loop, struct writer *w)
 {
 	if (!w)
 		return;
+	if (w->job) {
+		/* Not before a drain (writers_wait): if it ever were, the
+		 * worker owns the descriptor and the temp file now. */
+		w->job->ud = NULL;
+		w->tmp[0] = '\0';
+	}
 	tl_timer_free(w->timer);
 	if (w->pid > 0) {
 		/* Given up (shutdown): its temp file, if any, is removed by
@@ -183,6 +228,56 @@ static int writer_commit(struct writer *w)
 	return r;
 }
 
+static void writer_finish(struct timeline *tl, int err);
+
+static void commit_done(struct fsjob *job)
+{
+	struct timeline *tl = job->ud;
+	struct writer *w = tl ? tl->writer : NULL;
+	int r = job->result;
+
+	if (!w) {
+		/* its writer was given up on: the temp file is the job's */
+		if (!job->renamed && job->tmp[0])
+			unlink(job->tmp);
+		free(job);
+		return;
+	}
+	w->job = NULL;
+	w->fd = -1; /* closed by the worker */
+	if (job->renamed)
+		w->tmp[0] = '\0';
+	free(job);
+	writer_finish(tl, -r);
+}
+
+/* writer_commit on the worker: the loop goes on while the disk syncs, and
+ * commit_done finishes the close. > 0 once queued; done here (0 or -errno)
+ * when it cannot be (shutdown, no thread, no memory). */
+static int writer_commit_off_loop(struct timeline *tl)
+{
+	struct tl_timelines *t = tl->store;
+	struct writer *w = tl->writer;
+	struct fsjob *job = t->sync_fs ? NULL : calloc(1, sizeof(*job));
+
+	if (!job)
+		return writer_commit(w);
+	job->type = FSJOB_COMMIT;
+	job->fd = w->fd;
+	snprintf(job->tmp, sizeof(job->tmp), "%s", w->tmp);
+	snprintf(job->path, sizeof(job->path), "%s", w->path);
+	snprintf(job->dir, sizeof(job->dir), "%s", w->dir);
+	job->done = commit_done;
+	job->ud = tl;
+	if (tl_fsworker_submit(t->fsw, job) < 0) {
+		free(job);
+		return writer_commit(w);
+	}
+	w->fd = -1;
+	w->job = job;
+	return 1;
+}
+
 /* The temp file, in the document's directory, under a short name of its
  * own (one derived from the document's name passed NAME_MAX: item 5 of the
  * hostile-input audit). */
@@ -220,6 +315,7 @@ static int writer_open(struct writer *w)
 static int helper_pid_cb(struct tl_loop *loop, int fd, uint32_t events, void *userdata);
 static void writer_finish(struct timeline *tl, int err);
 static int writer_commit(struct writer *w);
+static int writer_commit_off_loop(struct timeline *tl);
 
 static int helper_start(struct timeline *tl)
 {
@@ -354,7 +450,10 @@ static int helper_poll(struct timeline *tl)
 		ok = ok && (*end == '\n' || *end == '\0');
 	}
 	if (ok && stat(w->path, &st) == 0) {
-		close(w->fd);
+		/* The helper unlinked the temp file: this last descriptor frees
+		 * its pages, on the worker. */
+		if (w->fd >= 0)
+			fs_detached(t, FSJOB_CLOSE, w->fd, NULL);
 		w->fd = -1;
 		w->tmp[0] = '\0'; /* removed by the helper */
 		w->bytes = (uint64_t)st.st_size;
@@ -366,7 +465,7 @@ static int helper_poll(struct timeline *tl)
 		si.si_status);
 	if (access(w->tmp, F_OK) < 0)
 		return -EIO; /* not written: the close is retried */
-	return writer_commit(w);
+	return writer_commit_off_loop(tl);
 }
 
 static int helper_pid_cb(struct tl_loop *loop _unused_, int fd _unused_, uint32_t events _unused_,
@@ -434,6 +533,8 @@ static int writer_step(struct timeline *tl)
 
 	if (w->pid > 0)
 		return helper_poll(tl);
+	if (w->job)
+		return 1; /* the commit runs on the worker */
 	if (t->writer_hook && !t->writer_hook(t->writer_hook_ud))
 		return 1; /* held by a test */
 	if (w->fd < 0) {
@@ -462,7 +563,7 @@ static int writer_step(struct timeline *tl)
 		tl_warn("timeline %s: cannot run %s (%s): its document is written without findings",
 			tl->s.uid, t->findings_helper, strerror(-r));
 	}
-	return writer_commit(w);
+	return writer_commit_off_loop(tl);
 }
 
 static void writer_finish(struct timeline *tl, int err)
@@ -595,10 +696,15 @@ void close_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_, vo
 		close_failed(tl, -r);
 }
 
-/* Shutdown: give running writers close_wait_ms to finish. */
+/* Shutdown: give running writers close_wait_ms to finish. The worker's
+ * jobs finish first (their callbacks may close timelines); from then on
+ * the file-system calls run inline. */
 void writers_wait(struct tl_timelines *t)
 {
 	uint64_t deadline = tl_now_mono_ms() + t->close_wait_ms;
+
+	tl_fsworker_drain(t->fsw);
+	t->sync_fs = true;
 
 	for (size_t b = 0; b < HASH_BUCKETS; b++) {
 		struct timeline *tl = t->buckets[b];

@@ -344,6 +344,15 @@ void tl_journal_close(struct tl_journal *j)
 	free(j);
 }
 
+void tl_journal_discard(struct tl_journal *j)
+{
+	if (!j)
+		return;
+	j->dirty = false;
+	tl_buf_reset(&j->pending);
+	tl_journal_close(j);
+}
+
 int tl_journal_remove(struct tl_journal *j)
 {
 	int r = 0;
@@ -352,9 +361,7 @@ int tl_journal_remove(struct tl_journal *j)
 		return 0;
 	if (unlink(j->path) < 0 && errno != ENOENT)
 		r = -errno;
-	j->dirty = false;
-	tl_buf_reset(&j->pending);
-	tl_journal_close(j);
+	tl_journal_discard(j);
 	return r;
 }
 

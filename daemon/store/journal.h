@@ -62,6 +62,9 @@ const char *tl_journal_path(const struct tl_journal *j);
 void tl_journal_close(struct tl_journal *j);
 /* Closes and deletes the file (the timeline was written out). */
 int tl_journal_remove(struct tl_journal *j);
+/* Closes without writing what is queued; the file stays (for the caller
+ * to delete elsewhere). Accepts NULL. */
+void tl_journal_discard(struct tl_journal *j);
 
 /* Frames a body into out (a struct tl_buf). */
 struct tl_buf;

@@ -92,6 +92,32 @@ void *big_grow(void *p, size_t *cap, size_t used, size_t need);
 void big_free(void *p, size_t cap);
 void *big_dup(const void *p, size_t n, size_t *cap);
 
+/* The close's blocking file-system calls, run by a worker thread
+ * (fsworker.c); done runs on the loop thread and frees the job. */
+enum { FSJOB_COMMIT, FSJOB_UNLINK, FSJOB_CLOSE };
+struct fsjob {
+	struct fsjob *next;
+	int type;
+	int fd;        /* COMMIT, CLOSE: the worker closes it */
+	char tmp[PATH_MAX], path[PATH_MAX], dir[PATH_MAX];
+	bool renamed;  /* COMMIT: tmp is now path */
+	int result;    /* 0 or -errno */
+	void (*done)(struct fsjob *job);
+	void *ud;
+};
+struct tl_loop;
+struct tl_fsworker;
+int tl_fsworker_new(struct tl_loop *loop, struct tl_fsworker **ret);
+/* Drains (every done callback run), then stops the thread. Accepts NULL. */
+void tl_fsworker_free(struct tl_fsworker *w);
+/* Queues job; -errno when the thread cannot start (run it inline then). */
+int tl_fsworker_submit(struct tl_fsworker *w, struct fsjob *job);
+/* Waits for every queued job and runs their done callbacks (shutdown). */
+void tl_fsworker_drain(struct tl_fsworker *w);
+bool tl_fsworker_busy(struct tl_fsworker *w);
+/* Runs a job on the calling thread (its result is also returned). */
+int fsjob_run(struct fsjob *job);
+
 /* 12 bytes, not 16: one per event, and x86 and arm64 read the unaligned
  * time at no cost. */
 struct __attribute__((packed, aligned(4))) entry {
@@ -253,6 +279,7 @@ struct writer {
 	struct tl_timer *timer;
 	int fd;                /* the temp file, -1 once closed */
 	char tmp[PATH_MAX];    /* "" once renamed */
+	struct fsjob *job;     /* the commit, while the worker runs it */
 	char dir[PATH_MAX];
 	uint64_t bytes;
 	size_t findings;
@@ -340,6 +367,10 @@ struct tl_timelines {
 	struct tl_timer *flush_timer;
 	bool flush_armed;
 	struct tl_jpool *jpool;
+	/* The close's fdatasync, rename, directory fsync and unlink run here,
+	 * off the loop; sync_fs: inline instead (shutdown). */
+	struct tl_fsworker *fsw;
+	bool sync_fs;
 	unsigned n_readers;
 	uint64_t refused;
 	bool refused_warned;

@@ -1019,6 +1019,9 @@ int tl_timelines_new(const struct tl_timelines_config *cfg, struct tl_loop *loop
 	r = tl_loop_add_timer(loop, 0, 0, flush_cb, t, &t->flush_timer);
 	if (r < 0)
 		goto fail;
+	r = tl_fsworker_new(loop, &t->fsw);
+	if (r < 0)
+		goto fail;
 	scan_closed(t);
 	r = replay_all(t);
 	if (r < 0)
@@ -1077,6 +1080,7 @@ void tl_timelines_free(struct tl_timelines *t)
 			tl = next;
 		}
 	}
+	tl_fsworker_free(t->fsw);
 	for (size_t i = 0; i < t->n_closed; i++)
 		closed_clear(&t->closed[i]);
 	free(t->closed);

@@ -1160,6 +1160,58 @@ static char *read_all(const char *path, size_t *ret_len)
 	return buf;
 }
 
+/* The commit (fdatasync, rename, directory fsync) runs on the store's
+ * worker thread: when it fails (a directory with a file in it where the
+ * document goes: the rename fails), the failure comes back to the loop,
+ * is counted, the timeline stays open and journaled, and the close is
+ * retried; once the way is clear the document appears and the journal
+ * goes. */
+START_TEST(test_commit_off_loop_failure_reported)
+{
+	struct fx f;
+	char path[PATH_MAX], jpath[PATH_MAX], inside[PATH_MAX + 8];
+	struct wait_file w = { path, jpath };
+	struct json_object *doc;
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+	int64_t errs0 = tl_metric_get("termline_disk_errors_total", NULL);
+
+	fx_prepare(&f, 0, 0);
+	f.cfg.findings_helper = "";
+	fx_store(&f);
+	PATHF(path, "%s/timelines/shop", f.dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	PATHF(path, "%s/timelines/shop/web-commit_%s.json", f.dir, UID_A);
+	PATHF(jpath, "%s/journal/%s.tlj", f.dir, UID_A);
+	PATHF(inside, "%s/x", path);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	touch(inside);
+	set_meta(f.t, "shop", "web-commit", UID_A);
+	ck_assert_int_eq(scn_termination(f.t, UID_A, t0, true), 14);
+	ck_assert(scn_run_until(f.loop, disk_error_seen, &errs0));
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
+	ck_assert(file_exists(jpath));
+	doc = get_doc(f.t, "shop", "web-commit", NULL);
+	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
+	ck_assert(!jbool(doc, "complete"));
+	json_object_put(doc);
+	/* no temp file left behind by the failed commit */
+	PATHF(inside, "%s/timelines/shop", f.dir);
+	ck_assert_uint_eq(count_entries(inside), 1);
+
+	PATHF(inside, "%s/x", path);
+	ck_assert_int_eq(unlink(inside), 0);
+	ck_assert_int_eq(rmdir(path), 0);
+	doc = wait_doc(&f, &w);
+	ck_assert_uint_eq(jlen(doc, "events"), 14);
+	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
+	json_object_put(doc);
+	ck_assert(scn_run_until(f.loop, none_open, f.t));
+	ck_assert(!file_exists(jpath));
+	ck_assert_int_eq(scn_validate(path), 0);
+	fx_done(&f);
+}
+END_TEST
+
 /* A 50 000-event document is written while the loop goes on: a 10 ms timer
  * on the same loop keeps firing while the writer runs (it is held until the
  * test saw the ticks, so this does not depend on how fast the machine is).
@@ -1393,6 +1445,42 @@ static size_t file_size(const char *path)
 
 	return stat(path, &st) == 0 ? (size_t)st.st_size : 0;
 }
+
+static size_t journal_settled(struct fx *f, const char *jpath)
+{
+	/* frames are written at the end of a loop iteration */
+	for (int i = 0; i < 5; i++)
+		tl_loop_run_once(f->loop, 5);
+	return file_size(jpath);
+}
+
+/* The API side repeats a Pod's metadata (every status change, resyncs):
+ * the store records it again only when a field changed. */
+START_TEST(test_meta_recorded_only_when_changed)
+{
+	struct fx f;
+	char jpath[PATH_MAX];
+	struct json_object *doc;
+	size_t first, again;
+
+	fx_init(&f, 30, 0);
+	PATHF(jpath, "%s/journal/%s.tlj", f.dir, UID_A);
+	set_meta(f.t, "shop", "web-m", UID_A);
+	first = journal_settled(&f, jpath);
+	ck_assert_uint_gt(first, 0);
+	for (int i = 0; i < 5; i++)
+		set_meta(f.t, "shop", "web-m", UID_A);
+	again = journal_settled(&f, jpath);
+	ck_assert_uint_eq(again, first);
+	/* one field differs: one more record, and the document says it */
+	set_meta(f.t, "shop", "web-n", UID_A);
+	ck_assert_uint_gt(journal_settled(&f, jpath), again);
+	doc = get_doc(f.t, "shop", "web-n", NULL);
+	ck_assert_str_eq(jstr(doc, "pod.name"), "web-n");
+	json_object_put(doc);
+	fx_done(&f);
+}
+END_TEST
 
 /* A journal written by the previous agent (JSON lines) replays after the
  * upgrade, is rewritten in the binary form and the old file goes. */
@@ -1730,6 +1818,7 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_doc_readers_bounded_and_stable);
 	tcase_add_test(tc, test_journal_unreadable_records_counted);
 	tcase_add_test(tc, test_journal_previous_meta_record);
+	tcase_add_test(tc, test_meta_recorded_only_when_changed);
 	tcase_add_test(tc, test_journal_replay_closes_lingering);
 	tcase_add_test(tc, test_close_missing_after_restart);
 	tcase_add_test(tc, test_restart_restated_api_facts);
@@ -1745,6 +1834,7 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_shutdown_waits_for_writer);
 	tcase_add_test(tc, test_closed_document_has_findings);
 	tcase_add_test(tc, test_closed_without_helper);
+	tcase_add_test(tc, test_commit_off_loop_failure_reported);
 	suite_add_tcase(s, tc);
 	return s;
 }
