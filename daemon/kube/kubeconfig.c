@@ -186,6 +186,27 @@ static int get_str(struct kc_ctx *c, yaml_node_t *map, const char *prefix, const
 	return *ret ? 0 : -ENOMEM;
 }
 
+/* A list: absent or null -> *ret NULL, *ret_n 0 and 0; not a sequence ->
+ * error. */
+static int get_list(struct kc_ctx *c, yaml_node_t *map, const char *prefix, const char *key,
+		    yaml_node_t **ret, size_t *ret_n)
+{
+	yaml_node_t *n = map_get(c->doc, map, key);
+
+	*ret = NULL;
+	*ret_n = 0;
+	if (!n || (n->type == YAML_SCALAR_NODE && scalar_is_null(n)))
+		return 0;
+	if (n->type != YAML_SEQUENCE_NODE) {
+		snprintf(c->err, c->errlen, "kubeconfig %s: key %s.%s: expected a list", c->source,
+			 prefix, key);
+		return -EINVAL;
+	}
+	*ret = n;
+	*ret_n = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	return 0;
+}
+
 static int get_bool(struct kc_ctx *c, yaml_node_t *map, const char *prefix, const char *key,
 		    bool *ret)
 {
@@ -382,15 +403,9 @@ static int parse_exec(struct kc_ctx *c, yaml_node_t *ex, const char *key, const 
 		r = -EINVAL;
 		goto fail;
 	}
-	args = map_get(c->doc, ex, "args");
-	if (args && args->type == YAML_SEQUENCE_NODE)
-		n = (size_t)(args->data.sequence.items.top - args->data.sequence.items.start);
-	else if (args && !(args->type == YAML_SCALAR_NODE && scalar_is_null(args))) {
-		snprintf(c->err, c->errlen, "kubeconfig %s: key %s.args: expected a list", c->source,
-			 key);
-		r = -EINVAL;
+	r = get_list(c, ex, key, "args", &args, &n);
+	if (r < 0)
 		goto fail;
-	}
 	e->argv = calloc(n + 2, sizeof(char *));
 	if (!e->argv) {
 		r = -ENOMEM;
@@ -416,16 +431,9 @@ static int parse_exec(struct kc_ctx *c, yaml_node_t *ex, const char *key, const 
 			goto fail;
 		}
 	}
-	n = 0;
-	env = map_get(c->doc, ex, "env");
-	if (env && env->type == YAML_SEQUENCE_NODE)
-		n = (size_t)(env->data.sequence.items.top - env->data.sequence.items.start);
-	else if (env && !(env->type == YAML_SCALAR_NODE && scalar_is_null(env))) {
-		snprintf(c->err, c->errlen, "kubeconfig %s: key %s.env: expected a list", c->source,
-			 key);
-		r = -EINVAL;
+	r = get_list(c, ex, key, "env", &env, &n);
+	if (r < 0)
 		goto fail;
-	}
 	e->env = calloc(n + 1, sizeof(char *));
 	if (!e->env) {
 		r = -ENOMEM;

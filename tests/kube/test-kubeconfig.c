@@ -234,6 +234,10 @@ static const struct bad_case bad[] = {
 	  "key users[0].user.exec.apiVersion" },
 	{ "exec args not a list", HEAD CLUSTER("") USER("    exec: {command: /bin/true, apiVersion: v1, args: x}\n"),
 	  "key users[0].user.exec.args" },
+	{ "exec args a map", HEAD CLUSTER("") USER("    exec: {command: /bin/true, apiVersion: v1, args: {a: b}}\n"),
+	  "key users[0].user.exec.args: expected a list" },
+	{ "exec env not a list", HEAD CLUSTER("") USER("    exec: {command: /bin/true, apiVersion: v1, env: x}\n"),
+	  "key users[0].user.exec.env: expected a list" },
 	{ "YAML syntax", "current-context: [unclosed\n", "line " },
 	{ "not a map", "- a\n- b\n", "not a YAML map" },
 };
