@@ -82,19 +82,6 @@ struct {
 	__type(value, __u64);
 } http_drops SEC(".maps");
 
-struct scratch {
-	struct tl_http_rec h;
-	__u8 data[TL_HTTP_PREFIX_MAX];
-};
-
-/* Records are built here, not on the 512-byte stack. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct scratch);
-} http_scratch SEC(".maps");
-
 #define W(a, b, c, d) ((__u32)(a) | (__u32)(b) << 8 | (__u32)(c) << 16 | (__u32)(d) << 24)
 
 enum start { START_NONE, START_REQUEST, START_RESPONSE, START_NOT_HTTP };
@@ -198,6 +185,36 @@ static __always_inline bool emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 e
 	return true;
 }
 
+/* A DATA record reserved in the ring at a size class that holds cp bytes
+ * (the verifier wants a constant size; the record says its own length),
+ * the bytes copied from the user buffer straight into it: no scratch
+ * buffer and no second copy. Returns 0, -1 when the ring is full, -2 when
+ * the buffer cannot be read (nothing is sent then). *tail: the last four
+ * bytes copied, when there are four. */
+static __always_inline int emit_data(const struct tl_http_rec *h, const __u8 *buf, __u64 cp,
+				     const __u32 cap, __u32 *tail)
+{
+	struct tl_http_rec *r;
+	__u8 *d;
+
+	if (cp > cap)
+		cp = cap;
+	r = bpf_ringbuf_reserve(&http_events, sizeof(*r) + cap, 0);
+	if (!r)
+		return -1;
+	d = (__u8 *)(r + 1);
+	if (bpf_probe_read_user(d, cp, buf) < 0) {
+		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		return -2;
+	}
+	__builtin_memcpy(r, h, sizeof(*r));
+	r->len = (__u32)cp;
+	if (cp >= 4)
+		*tail = W(d[cp - 4], d[cp - 3], d[cp - 2], d[cp - 1]);
+	bpf_ringbuf_submit(r, wake_flags());
+	return 0;
+}
+
 /* The user buffer of a read/write-like call and its length. */
 static __always_inline const __u8 *user_buf(long nr, struct pt_regs *regs, __u64 *len)
 {
@@ -248,11 +265,10 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 	__u64 cgid, fd, sk_key, fd_key, buflen = 0, n, cp;
 	struct tl_http_conn *conn, fresh = {};
 	struct sock *sk;
-	struct scratch *s;
 	const __u8 *buf;
+	__u32 tail = 0;
 	__u8 head[8] = {};
 	enum start st;
-	__u32 zero = 0;
 	__u8 lost = 0;
 
 	switch (nr) {
@@ -345,49 +361,57 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 	if (st == START_NONE && !(conn && (is_read ? conn->cont[0] : conn->cont[1])))
 		return 0;
 
-	s = bpf_map_lookup_elem(&http_scratch, &zero);
-	if (!s)
-		return 0;
 	cp = n < prefix_len ? n : prefix_len;
 	if (cp > TL_HTTP_PREFIX_MAX)
 		cp = TL_HTTP_PREFIX_MAX;
 	if (cp == 0)
 		return 0;
-	if (bpf_probe_read_user(s->data, cp, buf) < 0)
-		return 0;
 	{
 		__u64 id = bpf_get_current_pid_tgid();
+		struct tl_http_rec h = {
+			.kind = TL_HTTP_REC_DATA,
+			/* After a loss user space cannot pair what it holds
+			 * for this connection any more: it is told, and
+			 * starts over. */
+			.flags = (is_read ? TL_HTTP_RF_READ : 0) | (st == START_NONE ? TL_HTTP_RF_CONT : 0) |
+				 (conn && conn->lost ? TL_HTTP_RF_LOST : 0),
+			.ktime_ns = bpf_ktime_get_boot_ns(),
+			.cgroup_id = cgid,
+			.sock = sk_key,
+			.pid = (__u32)id,
+			.tgid = id >> 32,
+			.total = ret > 0xffffffffL ? 0xffffffffU : (__u32)ret,
+		};
+		int rc;
 
-		s->h.kind = TL_HTTP_REC_DATA;
-		/* After a loss user space cannot pair what it holds for this
-		 * connection any more: it is told, and starts over. */
-		s->h.flags = (is_read ? TL_HTTP_RF_READ : 0) | (st == START_NONE ? TL_HTTP_RF_CONT : 0) |
-			     (conn && conn->lost ? TL_HTTP_RF_LOST : 0);
-		s->h.len = (__u32)cp;
-		s->h.ktime_ns = bpf_ktime_get_boot_ns();
-		s->h.cgroup_id = cgid;
-		s->h.sock = sk_key;
-		s->h.pid = (__u32)id;
-		s->h.tgid = id >> 32;
-		s->h.total = ret > 0xffffffffL ? 0xffffffffU : (__u32)ret;
-		s->h.err = 0;
-		if (bpf_ringbuf_output(&http_events, s, sizeof(s->h) + cp, wake_flags()) < 0) {
+		/* Heads are a few hundred bytes: most records take the
+		 * smallest class. */
+		if (cp <= 256)
+			rc = emit_data(&h, buf, cp, 256, &tail);
+		else if (cp <= 512)
+			rc = emit_data(&h, buf, cp, 512, &tail);
+		else if (cp <= 1024)
+			rc = emit_data(&h, buf, cp, 1024, &tail);
+		else if (cp <= 2048)
+			rc = emit_data(&h, buf, cp, 2048, &tail);
+		else
+			rc = emit_data(&h, buf, cp, TL_HTTP_PREFIX_MAX, &tail);
+		if (rc == -2)
+			return 0;
+		if (rc < 0) {
 			count_drop(TL_HTTP_REC_DATA);
 			lost = 1;
 		}
 		fd_key = (id & 0xffffffff00000000ULL) | (__u32)fd;
 	}
 	/* A head that the whole copied buffer holds without its blank line
-	 * goes on in the next read or write on this side. */
+	 * goes on in the next read or write on this side (not known when
+	 * the record was lost: the loss mark makes user space start over). */
 	{
-		__u32 tail = 0;
 		__u8 cont = 0;
 
-		if (cp == n && cp >= 4 && cp <= TL_HTTP_PREFIX_MAX) {
-			/* The scratch is map memory: plain loads, no helper. */
-			tail = W(s->data[cp - 4], s->data[cp - 3], s->data[cp - 2], s->data[cp - 1]);
+		if (!lost && cp == n && cp >= 4)
 			cont = tail != W('\r', '\n', '\r', '\n');
-		}
 		/* Fixed offsets: an index computed from a flag turns into
 		 * pointer arithmetic the verifier refuses. */
 		if (!conn) {
