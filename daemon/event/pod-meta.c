@@ -25,17 +25,19 @@ struct tl_pod_meta *tl_pod_meta_new(uint32_t cap)
 
 struct tl_pod_meta *tl_pod_meta_ref(const struct tl_pod_meta *m)
 {
-	/* shared metadata is never changed: the count is the one mutable part */
+	/* shared metadata is never changed: the count is the one mutable
+	 * part, atomic because a snapshot of a timeline may be let go off the
+	 * loop's thread */
 	struct tl_pod_meta *w = (struct tl_pod_meta *)m;
 
 	if (w)
-		w->refs++;
+		__atomic_add_fetch(&w->refs, 1, __ATOMIC_RELAXED);
 	return w;
 }
 
 void tl_pod_meta_unref(struct tl_pod_meta *m)
 {
-	if (!m || --m->refs > 0)
+	if (!m || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
 	json_object_put(m->istio);
 	free(m);

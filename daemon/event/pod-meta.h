@@ -56,7 +56,7 @@ struct tl_pod_container {
 };
 
 struct tl_pod_meta {
-	unsigned refs;
+	unsigned refs; /* atomic: tl_pod_meta_ref/unref */
 	char ns[TL_POD_NS_MAX];
 	char name[TL_POD_NAME_MAX];
 	char uid[TL_UID_MAX];
