@@ -351,6 +351,17 @@ out:
 	return r;
 }
 
+/* A client certificate and key held in memory (PEM bytes): curl copies
+ * them, so credentials refreshed meanwhile do not pull them away. */
+static bool set_client_cert(CURL *easy, char *cert, size_t cert_len, char *key, size_t key_len)
+{
+	struct curl_blob c = { .data = cert, .len = cert_len, .flags = CURL_BLOB_COPY };
+	struct curl_blob k = { .data = key, .len = key_len, .flags = CURL_BLOB_COPY };
+
+	return curl_easy_setopt(easy, CURLOPT_SSLCERT_BLOB, &c) == CURLE_OK &&
+	       curl_easy_setopt(easy, CURLOPT_SSLKEY_BLOB, &k) == CURLE_OK;
+}
+
 #define SETOPT(e, opt, val)                                         \
 	do {                                                        \
 		if (curl_easy_setopt((e), (opt), (val)) != CURLE_OK) \
@@ -444,22 +455,15 @@ int tl_khttp_get(struct tl_khttp *h, const struct tl_kubeconfig *kc,
 		} else if (kc->ca_file)
 			SETOPT(r->easy, CURLOPT_CAINFO, kc->ca_file);
 	}
+	/* An exec plugin's certificate over the kubeconfig's own. */
 	if (creds && creds->cert_pem) {
-		struct curl_blob c = { .data = creds->cert_pem, .len = creds->cert_pem_len,
-				       .flags = CURL_BLOB_COPY };
-		struct curl_blob k = { .data = creds->key_pem, .len = creds->key_pem_len,
-				       .flags = CURL_BLOB_COPY };
-
-		SETOPT(r->easy, CURLOPT_SSLCERT_BLOB, &c);
-		SETOPT(r->easy, CURLOPT_SSLKEY_BLOB, &k);
+		if (!set_client_cert(r->easy, creds->cert_pem, creds->cert_pem_len, creds->key_pem,
+				     creds->key_pem_len))
+			goto fail;
 	} else if (kc->cert_pem) {
-		struct curl_blob c = { .data = kc->cert_pem, .len = kc->cert_pem_len,
-				       .flags = CURL_BLOB_COPY };
-		struct curl_blob k = { .data = kc->key_pem, .len = kc->key_pem_len,
-				       .flags = CURL_BLOB_COPY };
-
-		SETOPT(r->easy, CURLOPT_SSLCERT_BLOB, &c);
-		SETOPT(r->easy, CURLOPT_SSLKEY_BLOB, &k);
+		if (!set_client_cert(r->easy, kc->cert_pem, kc->cert_pem_len, kc->key_pem,
+				     kc->key_pem_len))
+			goto fail;
 	} else if (kc->cert_file) {
 		SETOPT(r->easy, CURLOPT_SSLCERT, kc->cert_file);
 		SETOPT(r->easy, CURLOPT_SSLKEY, kc->key_file);
