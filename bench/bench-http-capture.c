@@ -5,26 +5,36 @@
  *              programs are attached, in a process that is not tracked:
  *              getppid() (a syscall no hook is about) and read(2) of one
  *              byte from /dev/zero (one the hooks are about, from a process
- *              they must ignore). Variants, interleaved A B C C B A per
- *              round: none (nothing attached), raw (termlined's choice: one
- *              tp_btf program on raw_syscalls/sys_exit), classic (the
- *              per-syscall classic tracepoints a stash-based variant needs,
- *              enter and exit of the nine syscalls, each doing the cgroup
- *              check). Median CPU ns per call (the thread's CPU time, so
- *              other load on a shared machine counts little) over the rounds.
+ *              they must ignore). Variants, interleaved A B C D D C B A per
+ *              round: none (nothing attached), empty (an empty tp_btf
+ *              sys_exit program: the floor of the hook), raw (termlined's
+ *              choice: one tp_btf program on raw_syscalls/sys_exit),
+ *              classic (the per-syscall classic tracepoints a stash-based
+ *              variant needs, enter and exit of the nine syscalls, each
+ *              doing the cgroup check). Median CPU ns per call (the
+ *              thread's CPU time, so other load on a shared machine counts
+ *              little) over the rounds, with BPF run-time statistics off
+ *              (they add two clock reads per run; --bpf-stats keeps them
+ *              on), then each program's own run time per call with them on.
+ *    tracked   A child in a tracked cgroup writes and reads a request and
+ *              a response on loopback TCP (four records per iteration):
+ *              CPU ns per record added by the empty and the raw program.
  * 2. server    nginx from Debian in its own cgroup under wrk (keep-alive,
  *              and a new connection per request), with capture off (A) and
  *              on with the cgroup tracked (B), interleaved A B B A per
  *              round: requests/s, nginx CPU per request (the cgroup's
  *              cpu.stat usage_usec), the consumer's CPU per captured
  *              request (this process's thread that drains the ring, pairs
- *              requests with responses and writes each as the JSON event
- *              the agent emits), exchanges seen and ring drops.
+ *              requests with responses and fills the event, plus its JSON
+ *              line with --json, which termlined writes only with
+ *              --emit-events), exchanges seen and ring drops.
  * Figures only: nothing asserts on timing. The machine may be shared:
  * the interleaving spreads drift over both sides; say so with the figures.
  *   bench-http-capture [--rounds N] [--calls N] [--seconds S] [--connections C] [--no-server]
- *                      [--no-syscalls]
- *   bench-http-capture --consumer-only N [--json]   (no root: the consumer alone, for callgrind)
+ *                      [--no-syscalls] [--json] [--bpf-stats]
+ *   bench-http-capture --tracked-only [--rounds N] [--calls N]
+ *   bench-http-capture --consumer-only N [--json] [--close]   (no root: the consumer
+ *                      alone, for callgrind; --close: a connection per request)
  * Needs root, nginx and wrk; exits 77 without root. */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +46,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -51,14 +65,38 @@
 #include "event.h"
 #include "http-pair.h"
 #include "http.skel.h"
+#include "macro.h"
 #include "termline-http.h"
 #include "tl-buf.h"
 
-enum variant { V_NONE, V_RAW, V_CLASSIC, V_MAX };
-static const char *const variant_names[] = { "none", "raw tp_btf sys_exit",
+static uint64_t drops(void);
+static int write_file(const char *path, const char *s);
+static struct termline_http *skel;
+
+/* As termlined does (daemon/capture/http-bpf.c): the map and the filter's
+ * bit. One cgroup tracked at a time here, so no counts per bit. */
+static int track(uint64_t cgid, bool on)
+{
+	int fd = bpf_map__fd(skel->maps.http_cgroups);
+	uint32_t bit = tl_http_cg_filter_bit(cgid);
+	uint8_t one = 1;
+
+	if (on) {
+		if (bpf_map_update_elem(fd, &cgid, &one, BPF_ANY) < 0)
+			return -errno;
+		__atomic_fetch_or(&skel->bss->http_cg_filter[bit / 64], 1ULL << (bit % 64),
+				  __ATOMIC_RELEASE);
+		return 0;
+	}
+	__atomic_fetch_and(&skel->bss->http_cg_filter[bit / 64], ~(1ULL << (bit % 64)),
+			   __ATOMIC_RELEASE);
+	return bpf_map_delete_elem(fd, &cgid) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+enum variant { V_NONE, V_EMPTY, V_RAW, V_CLASSIC, V_MAX };
+static const char *const variant_names[] = { "none", "empty tp_btf sys_exit", "raw tp_btf sys_exit",
 					     "classic sys_enter/exit x9" };
 
-static struct termline_http *skel;
 static struct bpf_link *links[64];
 static int n_links;
 
@@ -77,10 +115,12 @@ static int attach(enum variant v)
 	if (v == V_NONE)
 		return 0;
 	bpf_object__for_each_program(prog, skel->obj) {
-		bool raw = prog == skel->progs.http_sys_exit;
+		enum variant pv = prog == skel->progs.http_sys_exit	  ? V_RAW
+				  : prog == skel->progs.http_floor_sys_exit ? V_EMPTY
+									    : V_CLASSIC;
 		struct bpf_link *l;
 
-		if ((v == V_RAW) != raw)
+		if (pv != v)
 			continue;
 		l = bpf_program__attach(prog);
 		if (!l) {
@@ -130,9 +170,219 @@ static double ns_per_call(int which, uint64_t calls, int zero_fd)
 	return (double)(thread_cpu_ns() - t0) / (double)calls;
 }
 
+/* Kernel-side run time of a program (BPF_STATS_RUN_TIME). */
+static void prog_stats_of(const struct bpf_program *prog, uint64_t *run_ns, uint64_t *runs)
+{
+	struct bpf_prog_info info;
+	uint32_t len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	*run_ns = *runs = 0;
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) {
+		*run_ns = info.run_time_ns;
+		*runs = info.run_cnt;
+	}
+}
+
+static void prog_stats(uint64_t *run_ns, uint64_t *runs)
+{
+	prog_stats_of(skel->progs.http_sys_exit, run_ns, runs);
+}
+
+/* ---- the tracked path: a process in a tracked cgroup on loopback TCP ---- */
+
+static int ring_count_cb(void *ctx, void *data _unused_, size_t size _unused_)
+{
+	(*(uint64_t *)ctx)++;
+	return 0;
+}
+
+struct drainer {
+	struct ring_buffer *rb;
+	volatile bool stop;
+	uint64_t records;
+};
+
+static void *drain_thread(void *arg)
+{
+	struct drainer *d = arg;
+
+	while (!d->stop)
+		ring_buffer__poll(d->rb, 10);
+	ring_buffer__consume(d->rb);
+	return NULL;
+}
+
+/* In a child moved into cgroup procs: a client and a server socket on
+ * loopback TCP, each iteration a request written and read, a response
+ * written and read (four records, all heads). Writes its thread CPU ns
+ * per iteration to fd out. */
+static void tracked_child(const char *procs, uint64_t iters, int out)
+{
+	static const char req[] = "GET /index.html HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+				  "x-request-id: bench-request-0123456789\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\n"
+				   "Content-Type: text/html\r\nContent-Length: 42\r\n\r\n"
+				   "<html><body>termline bench</body></html>\n";
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	char me[32], buf[4096];
+	int l, c, s, one = 1;
+	uint64_t t0;
+	double per;
+
+	snprintf(me, sizeof(me), "%d", getpid());
+	if (write_file(procs, me) < 0)
+		_exit(126);
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0 || c < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &alen) < 0 ||
+	    connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+		_exit(125);
+	s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	if (s < 0 || setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ||
+	    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+		_exit(125);
+	t0 = thread_cpu_ns();
+	for (uint64_t i = 0; i < iters; i++) {
+		if (write(c, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1 ||
+		    read(s, buf, sizeof(buf)) != (ssize_t)sizeof(req) - 1 ||
+		    write(s, resp, sizeof(resp) - 1) != (ssize_t)sizeof(resp) - 1 ||
+		    read(c, buf, sizeof(buf)) != (ssize_t)sizeof(resp) - 1)
+			_exit(124);
+	}
+	per = (double)(thread_cpu_ns() - t0) / (double)iters;
+	if (write(out, &per, sizeof(per)) != sizeof(per))
+		_exit(123);
+	_exit(0);
+}
+
+static double tracked_run(const char *procs, uint64_t iters)
+{
+	int p[2];
+	double per = -1;
+	pid_t pid;
+	int status;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		tracked_child(procs, iters, p[1]);
+	}
+	close(p[1]);
+	if (pid < 0 || read(p[0], &per, sizeof(per)) != sizeof(per))
+		per = -1;
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	return per;
+}
+
+/* What a tracked process pays per record: the same interleaving as the
+ * untracked calls, CPU time of the child per iteration of four syscalls
+ * that each produce a record (the ring drained by a thread here). */
+static int bench_tracked(int rounds, uint64_t iters)
+{
+	static const enum variant order[6] = { V_NONE, V_EMPTY, V_RAW, V_RAW, V_EMPTY, V_NONE };
+	static const enum variant shown[3] = { V_NONE, V_EMPTY, V_RAW };
+	char mount[PATH_MAX], cg[PATH_MAX], procs[PATH_MAX];
+	double res[V_MAX][32];
+	int n[V_MAX] = { 0 };
+	struct drainer d = { 0 };
+	struct stat st;
+	uint64_t cgid, drops0 = drops();
+	pthread_t th;
+
+	if (tl_cgroup_find_mount("/proc/self/mountinfo", mount, sizeof(mount)) < 0 ||
+	    bench_pathf(cg, sizeof(cg), "%s/termline-bench-http-tracked-%d", mount, getpid()) < 0 ||
+	    bench_pathf(procs, sizeof(procs), "%s/cgroup.procs", cg) < 0)
+		return -ENOENT;
+	if (mkdir(cg, 0755) < 0 || stat(cg, &st) < 0)
+		return -errno;
+	cgid = st.st_ino;
+	if (track(cgid, true) < 0)
+		return -errno;
+	d.rb = ring_buffer__new(bpf_map__fd(skel->maps.http_events), ring_count_cb, &d.records, NULL);
+	if (!d.rb || pthread_create(&th, NULL, drain_thread, &d) != 0)
+		return -ENOMEM;
+	tracked_run(procs, iters / 4); /* warm up */
+	for (int r = 0; r < rounds && r < 16; r++)
+		for (int k = 0; k < 6; k++) {
+			enum variant v = order[k];
+
+			if (attach(v) < 0)
+				return -1;
+			res[v][n[v]] = tracked_run(procs, iters);
+			n[v]++;
+		}
+	detach_all();
+	d.stop = true;
+	pthread_join(th, NULL);
+	printf("== tracked process: loopback TCP, request and response written and read (4 records"
+	       " per iteration), %llu iterations per run, %d runs per variant (median)\n",
+	       (unsigned long long)iters, n[V_NONE]);
+	{
+		double base = median(res[V_NONE], n[V_NONE]);
+
+		for (int i = 0; i < 3; i++) {
+			double m = median(res[shown[i]], n[shown[i]]);
+
+			/* median() sorted the runs: [0] is the fastest. */
+			printf("%-28s %10.1f ns/iteration %+8.1f ns/record; fastest run %10.1f %+8.1f\n",
+			       variant_names[shown[i]], m, (m - base) / 4, res[shown[i]][0],
+			       (res[shown[i]][0] - res[V_NONE][0]) / 4);
+		}
+	}
+	printf("   records drained %llu, ring drops %llu\n", (unsigned long long)d.records,
+	       (unsigned long long)(drops() - drops0));
+	ring_buffer__free(d.rb);
+	track(cgid, false);
+	bench_remove_tree(cg);
+	return 0;
+}
+
+/* The programs' own run time per call of an untracked process, as the
+ * kernel counts it with BPF_STATS_RUN_TIME on (which adds two clock reads
+ * per run to the syscall, so the interleaved runs above are made with it
+ * off unless --bpf-stats). */
+static void bench_syscalls_prog_time(uint64_t calls, int zero_fd)
+{
+	static const enum variant vs[] = { V_EMPTY, V_RAW };
+	int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+
+	if (stats_fd < 0) {
+		fprintf(stderr, "bench-http-capture: no BPF run-time statistics: %s\n", strerror(errno));
+		return;
+	}
+	printf("   program run time per call (BPF_STATS_RUN_TIME, %llu calls):\n",
+	       (unsigned long long)calls);
+	for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
+		const struct bpf_program *prog =
+			vs[i] == V_RAW ? skel->progs.http_sys_exit : skel->progs.http_floor_sys_exit;
+		uint64_t ns0, n0, ns1, n1, ns2, n2;
+
+		if (attach(vs[i]) < 0)
+			break;
+		prog_stats_of(prog, &ns0, &n0);
+		ns_per_call(0, calls, zero_fd);
+		prog_stats_of(prog, &ns1, &n1);
+		ns_per_call(1, calls, zero_fd);
+		prog_stats_of(prog, &ns2, &n2);
+		printf("   %-28s getppid %6.1f ns/run   read(1) %6.1f ns/run\n", variant_names[vs[i]],
+		       n1 > n0 ? (double)(ns1 - ns0) / (double)(n1 - n0) : 0.0,
+		       n2 > n1 ? (double)(ns2 - ns1) / (double)(n2 - n1) : 0.0);
+	}
+	detach_all();
+	close(stats_fd);
+}
+
 static int bench_syscalls(int rounds, uint64_t calls)
 {
-	static const enum variant order[6] = { V_NONE, V_RAW, V_CLASSIC, V_CLASSIC, V_RAW, V_NONE };
+	static const enum variant order[8] = { V_NONE,	  V_EMPTY, V_RAW,   V_CLASSIC,
+					       V_CLASSIC, V_RAW,   V_EMPTY, V_NONE };
 	double *res[V_MAX][2];
 	int n[V_MAX] = { 0 };
 	int zero_fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
@@ -144,7 +394,7 @@ static int bench_syscalls(int rounds, uint64_t calls)
 			res[v][w] = calloc((size_t)rounds * 2, sizeof(double));
 	ns_per_call(0, calls / 4, zero_fd); /* warm up */
 	for (int r = 0; r < rounds; r++) {
-		for (int k = 0; k < 6; k++) {
+		for (int k = 0; k < 8; k++) {
 			enum variant v = order[k];
 
 			if (attach(v) < 0)
@@ -166,6 +416,15 @@ static int bench_syscalls(int rounds, uint64_t calls)
 		printf("%-28s %14.1f %14.1f %18.1f %18.1f\n", variant_names[v], g, rd, g - base[0],
 		       rd - base[1]);
 	}
+	/* Other load only adds CPU time (cache and TLB refills after being
+	 * preempted): on a busy machine the fastest run is the steadier
+	 * figure. median() left each array sorted. */
+	printf("%-28s %14s %14s %18s %18s\n", "  same, fastest run", "getppid ns", "read(1) ns",
+	       "getppid added ns", "read added ns");
+	for (int v = 0; v < V_MAX; v++)
+		printf("%-28s %14.1f %14.1f %18.1f %18.1f\n", variant_names[v], res[v][0][0],
+		       res[v][1][0], res[v][0][0] - res[V_NONE][0][0], res[v][1][0] - res[V_NONE][1][0]);
+	bench_syscalls_prog_time(calls, zero_fd);
 	close(zero_fd);
 	for (int v = 0; v < V_MAX; v++)
 		for (int w = 0; w < 2; w++)
@@ -352,25 +611,11 @@ static pid_t start_nginx(const char *dir, const char *cg, int port)
 	return pid;
 }
 
-/* Kernel-side run time of the sys_exit program (BPF_STATS_RUN_TIME). */
-static void prog_stats(uint64_t *run_ns, uint64_t *runs)
-{
-	struct bpf_prog_info info;
-	uint32_t len = sizeof(info);
-
-	memset(&info, 0, sizeof(info));
-	*run_ns = *runs = 0;
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(skel->progs.http_sys_exit), &info, &len) == 0) {
-		*run_ns = info.run_time_ns;
-		*runs = info.run_cnt;
-	}
-}
-
-static int bench_server(int rounds, int seconds, int conns)
+static int bench_server(int rounds, int seconds, int conns, bool json)
 {
 	char mount[PATH_MAX], cg[PATH_MAX], dir[] = "/tmp/termline-bench-http-XXXXXX";
 	struct tl_http_tracker_config tc = { .want = { .names = { "x-request-id" }, .n = 1 } };
-	struct consumer c = { .json = true };
+	struct consumer c = { .json = json };
 	pthread_t th;
 	uint64_t cgid;
 	struct stat st;
@@ -406,14 +651,13 @@ static int bench_server(int rounds, int seconds, int conns)
 			int on = (i % 4 == 1 || i % 4 == 2);
 			uint64_t reqs = 0, u0, u1;
 			double x;
-			uint8_t one = 1;
 
 			if (on) {
-				bpf_map_update_elem(bpf_map__fd(skel->maps.http_cgroups), &cgid, &one, BPF_ANY);
-				r = attach(V_RAW);
+				r = track(cgid, true);
+				r = r ?: attach(V_RAW);
 			} else {
-				bpf_map_delete_elem(bpf_map__fd(skel->maps.http_cgroups), &cgid);
-				r = attach(V_NONE);
+				r = track(cgid, false);
+				r = r ?: attach(V_NONE);
 			}
 			if (r < 0)
 				return r;
@@ -455,7 +699,8 @@ static int bench_server(int rounds, int seconds, int conns)
 	}
 	c.stop = true;
 	pthread_join(th, NULL);
-	printf("== consumer (drain, pair, event + JSON): %.2f us CPU per captured request over %llu\n",
+	printf("== consumer (drain, pair, event%s): %.2f us CPU per captured request over %llu\n",
+	       json ? " + JSON line" : "; no JSON line, as termlined without --emit-events",
 	       c.exchanges ? (double)c.cpu_ns / 1000.0 / (double)c.exchanges : 0.0,
 	       (unsigned long long)c.exchanges);
 	kill(ng, SIGTERM);
@@ -473,7 +718,7 @@ static int bench_server(int rounds, int seconds, int conns)
  * the event's JSON. For instruction counts under callgrind, which sees user
  * space only:
  *   valgrind --tool=callgrind bench-http-capture --consumer-only 100000 */
-static int bench_consumer_only(uint64_t n, bool json)
+static int bench_consumer_only(uint64_t n, bool json, bool close_each)
 {
 	static const char req[] = "GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:18080\r\n"
 				  "x-request-id: bench-request-0123456789\r\n\r\n";
@@ -490,15 +735,20 @@ static int bench_consumer_only(uint64_t n, bool json)
 		return -ENOMEM;
 	t0 = thread_cpu_ns();
 	for (uint64_t i = 0; i < n; i++) {
-		tl_http_tracker_data(c.tracker, 1 + i % 16, 1, 1, true, (const uint8_t *)req,
-				     sizeof(req) - 1, sizeof(req) - 1, (int64_t)(i * 1000));
-		tl_http_tracker_data(c.tracker, 1 + i % 16, 1, 1, false, (const uint8_t *)resp,
+		/* keep-alive: 16 connections in turn; --close: one each. */
+		uint64_t key = close_each ? 1 + i : 1 + i % 16;
+
+		tl_http_tracker_data(c.tracker, key, 1, 1, true, (const uint8_t *)req, sizeof(req) - 1,
+				     sizeof(req) - 1, (int64_t)(i * 1000));
+		tl_http_tracker_data(c.tracker, key, 1, 1, false, (const uint8_t *)resp,
 				     sizeof(resp) - 1, sizeof(resp) - 1, (int64_t)(i * 1000 + 500));
+		if (close_each)
+			tl_http_tracker_close(c.tracker, key, (int64_t)(i * 1000 + 600));
 	}
 	t1 = thread_cpu_ns();
-	printf("== consumer only: %llu exchanges, %.3f us CPU each (pairing, event%s)\n",
+	printf("== consumer only: %llu exchanges, %.3f us CPU each (pairing, event%s%s)\n",
 	       (unsigned long long)c.exchanges, (double)(t1 - t0) / 1000.0 / (double)n,
-	       json ? ", JSON line" : "");
+	       json ? ", JSON line" : "", close_each ? ", a connection each" : "");
 	tl_http_tracker_free(c.tracker);
 	tl_buf_free(&c.out);
 	return c.exchanges == n ? 0 : -EIO;
@@ -515,10 +765,14 @@ int main(int argc, char **argv)
 		{ "no-syscalls", no_argument, NULL, 'Y' },
 		{ "consumer-only", required_argument, NULL, 'C' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "bpf-stats", no_argument, NULL, 'B' },
+		{ "tracked-only", no_argument, NULL, 'T' },
+		{ "close", no_argument, NULL, 'L' },
 		{ 0 },
 	};
 	uint64_t rounds = 5, calls = 2000000, seconds = 5, conns = 16, consumer_only = 0;
-	bool server = true, json = false, syscalls = true;
+	bool server = true, json = false, syscalls = true, stats_all = false,
+	     tracked_only = false, close_each = false;
 	int o, r, stats_fd;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -547,6 +801,18 @@ int main(int argc, char **argv)
 			json = true;
 			r = 0;
 			break;
+		case 'B':
+			stats_all = true;
+			r = 0;
+			break;
+		case 'T':
+			tracked_only = true;
+			r = 0;
+			break;
+		case 'L':
+			close_each = true;
+			r = 0;
+			break;
 		case 'C':
 			r = bench_parse_u64(optarg, 1, 100000000, &consumer_only);
 			break;
@@ -560,7 +826,7 @@ int main(int argc, char **argv)
 	}
 	if (consumer_only) {
 		tl_clock_sample(&tl_clock_global);
-		return bench_consumer_only(consumer_only, json) < 0 ? 1 : 0;
+		return bench_consumer_only(consumer_only, json, close_each) < 0 ? 1 : 0;
 	}
 	if (geteuid() != 0) {
 		fprintf(stderr, "bench-http-capture: needs root\n");
@@ -577,13 +843,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-http-capture: load: %s\n", strerror(-r));
 		return 1;
 	}
-	/* Program run time, counted by the kernel while this fd is open. */
-	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	/* Program run time, counted by the kernel while this fd is open: two
+	 * clock reads more per program run, so the syscall variants run
+	 * without it (as a node does, kernel.bpf_stats_enabled=0) unless
+	 * --bpf-stats, and the server part with it. */
+	stats_fd = stats_all ? bpf_enable_stats(BPF_STATS_RUN_TIME) : -1;
+	if (tracked_only)
+		return bench_tracked((int)rounds, calls / 10) < 0 ? 1 : 0;
+	r = syscalls ? bench_syscalls((int)rounds, calls) : 0;
+	if (r == 0 && syscalls)
+		r = bench_tracked((int)rounds, calls / 10);
+	if (stats_fd < 0)
+		stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (stats_fd < 0)
 		fprintf(stderr, "bench-http-capture: no BPF run-time statistics: %s\n", strerror(errno));
-	r = syscalls ? bench_syscalls((int)rounds, calls) : 0;
 	if (r == 0 && server)
-		r = bench_server((int)rounds, (int)seconds, (int)conns);
+		r = bench_server((int)rounds, (int)seconds, (int)conns, json);
 	detach_all();
 	termline_http__destroy(skel);
 	if (stats_fd >= 0)
