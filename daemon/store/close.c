@@ -197,6 +197,8 @@ void writer_free(struct tl_loop *loop, struct writer *w)
 		unlink(w->tmp);
 	state_release(&w->snap);
 	tl_buf_free(&w->buf);
+	for (unsigned i = 0; i < w->n_spare; i++)
+		free(w->spare[i]);
 	tl_buf_free(&w->held);
 	free(w->ns);
 	free(w->name);
@@ -267,6 +269,7 @@ static int writer_commit_off_loop(struct timeline *tl)
 	snprintf(job->tmp, sizeof(job->tmp), "%s", w->tmp);
 	snprintf(job->path, sizeof(job->path), "%s", w->path);
 	snprintf(job->dir, sizeof(job->dir), "%s", w->dir);
+	job->chain = &w->chain;
 	job->done = commit_done;
 	job->ud = tl;
 	if (tl_fsworker_submit(t->fsw, job) < 0) {
@@ -523,6 +526,70 @@ found:
 	return *ret ? 0 : -ENOMEM;
 }
 
+static void chunk_done(struct fsjob *job)
+{
+	struct timeline *tl = job->ud;
+	struct writer *w = tl->writer;
+
+	/* The writer waits for its chunks before it ends (writer_step). */
+	w->inflight--;
+	if (job->result < 0 && !w->werr)
+		w->werr = job->result;
+	if (w->n_spare < WRITER_INFLIGHT_MAX) {
+		w->spare[w->n_spare] = job->data;
+		w->spare_cap[w->n_spare++] = job->cap;
+	} else {
+		free(job->data);
+	}
+	free(job);
+}
+
+/* w->buf to the file: written by the worker (the loop only encodes the
+ * document: a 64 KiB write(2) took milliseconds of the loop's system time
+ * on the test VM), or here when it cannot be queued. 0 or -errno. */
+static int writer_chunk(struct timeline *tl)
+{
+	struct tl_timelines *t = tl->store;
+	struct writer *w = tl->writer;
+	struct fsjob *job = NULL;
+	int r;
+
+	if (!t->sync_fs && w->buf.len > 0 && (job = calloc(1, sizeof(*job)))) {
+		job->type = FSJOB_WRITE;
+		job->fd = w->fd;
+		job->off = w->bytes;
+		job->chain = &w->chain;
+		job->done = chunk_done;
+		job->ud = tl;
+		job->data = w->buf.p;
+		job->len = w->buf.len;
+		job->cap = w->buf.cap;
+		tl_buf_init(&w->buf, 0);
+		if (w->n_spare) {
+			w->n_spare--;
+			w->buf.p = w->spare[w->n_spare];
+			w->buf.cap = w->spare_cap[w->n_spare];
+		}
+		if (tl_fsworker_submit(t->fsw, job) == 0) {
+			/* w->buf is empty now: the caller adds nothing more */
+			w->inflight++;
+			w->bytes += job->len;
+			return 0;
+		}
+		/* not queued: the chunk goes back, written here */
+		tl_buf_free(&w->buf);
+		w->buf.p = job->data;
+		w->buf.len = job->len;
+		w->buf.cap = job->cap;
+		free(job);
+	}
+	r = tl_write_all(w->fd, w->buf.p, w->buf.len, NULL);
+	if (r < 0)
+		return r;
+	(void)sync_file_range(w->fd, (off64_t)w->bytes, (off64_t)w->buf.len, SYNC_FILE_RANGE_WRITE);
+	return 0;
+}
+
 /* One chunk of the document: > 0 more to do, 0 written and renamed, or
  * -errno. */
 static int writer_step(struct timeline *tl)
@@ -535,27 +602,31 @@ static int writer_step(struct timeline *tl)
 		return helper_poll(tl);
 	if (w->job)
 		return 1; /* the commit runs on the worker */
-	if (t->writer_hook && !t->writer_hook(t->writer_hook_ud))
-		return 1; /* held by a test */
-	if (w->fd < 0) {
-		r = writer_open(w);
-		if (r < 0)
-			return r;
-	}
-	tl_buf_reset(&w->buf);
-	q = document_write(&w->snap, &t->rec, &w->cur, &w->buf, WRITER_CHUNK);
-	if (q < 0)
-		return q;
-	r = tl_write_all(w->fd, w->buf.p, w->buf.len, NULL);
-	if (r < 0)
-		return r;
-	/* Start writeback of this chunk now: the final fdatasync then finds
-	 * little left to do, instead of submitting the whole document in one
-	 * loop iteration. Advisory: a failure only moves the work there. */
-	(void)sync_file_range(w->fd, (off64_t)w->bytes, (off64_t)w->buf.len, SYNC_FILE_RANGE_WRITE);
-	w->bytes += w->buf.len;
-	if (q > 0)
+	/* Chunks on the worker: none may be left when the file is handed
+	 * on or given up (it shares the descriptor). */
+	if (w->werr)
+		return w->inflight ? 1 : w->werr;
+	if (w->inflight >= WRITER_INFLIGHT_MAX || (w->cur.phase == 3 && w->inflight))
 		return 1;
+	if (w->cur.phase != 3) {
+		if (t->writer_hook && !t->writer_hook(t->writer_hook_ud))
+			return 1; /* held by a test */
+		if (w->fd < 0) {
+			r = writer_open(w);
+			if (r < 0)
+				return r;
+		}
+		tl_buf_reset(&w->buf);
+		q = document_write(&w->snap, &t->rec, &w->cur, &w->buf, WRITER_CHUNK);
+		r = q < 0 ? q : writer_chunk(tl);
+		if (r < 0) {
+			w->werr = r; /* ends the writer once its chunks are back */
+			return w->inflight ? 1 : r;
+		}
+		w->bytes += w->buf.len;
+		if (q > 0 || w->inflight)
+			return 1;
+	}
 	if (t->findings_helper) {
 		r = helper_start(tl);
 		if (r == 0)

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "loop.h"
 #include "store-int.h"
 #include "macro.h"
@@ -43,8 +44,14 @@ struct tl_fsworker {
  * loop: its data, then the rename, then the rename itself. */
 static int job_commit(struct fsjob *job)
 {
-	int dfd, r = 0;
+	int dfd, r = job->chain ? *job->chain : 0;
 
+	if (r < 0) {
+		/* a chunk of it was not written */
+		close(job->fd);
+		job->fd = -1;
+		return r;
+	}
 	if (fchmod(job->fd, 0644) < 0 || fdatasync(job->fd) < 0)
 		r = -errno;
 	if (close(job->fd) < 0 && r == 0)
@@ -71,6 +78,21 @@ int fsjob_run(struct fsjob *job)
 		return job_commit(job);
 	case FSJOB_UNLINK:
 		return unlink(job->path) < 0 && errno != ENOENT ? -errno : 0;
+	case FSJOB_WRITE: {
+		int r = job->chain && *job->chain < 0 ? *job->chain : 0;
+
+		if (r == 0)
+			r = tl_write_all(job->fd, job->data, job->len, NULL);
+		/* Writeback of this chunk starts now: the final fdatasync then
+		 * finds little left to do. Advisory: a failure only moves the
+		 * work there. */
+		if (r == 0)
+			(void)sync_file_range(job->fd, (off64_t)job->off, (off64_t)job->len,
+					      SYNC_FILE_RANGE_WRITE);
+		if (r < 0 && job->chain && *job->chain == 0)
+			*job->chain = r;
+		return r;
+	}
 	case FSJOB_CLOSE:
 		/* The last descriptor of a file already unlinked (the findings
 		 * helper replaced it): the kernel frees its pages here. */

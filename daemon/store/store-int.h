@@ -94,11 +94,19 @@ void *big_dup(const void *p, size_t n, size_t *cap);
 
 /* The close's blocking file-system calls, run by a worker thread
  * (fsworker.c); done runs on the loop thread and frees the job. */
-enum { FSJOB_COMMIT, FSJOB_UNLINK, FSJOB_CLOSE };
+enum { FSJOB_COMMIT, FSJOB_UNLINK, FSJOB_CLOSE, FSJOB_WRITE };
 struct fsjob {
 	struct fsjob *next;
 	int type;
 	int fd;        /* COMMIT, CLOSE: the worker closes it */
+	/* WRITE: len bytes at off (then their writeback started); data is
+	 * the job's. chain (WRITE, COMMIT): the first error of the jobs of
+	 * one document, set and read by the worker only: a commit after a
+	 * failed write fails with it instead of renaming a partial file. */
+	char *data;
+	size_t len, cap;
+	uint64_t off;
+	int *chain;
 	char tmp[PATH_MAX], path[PATH_MAX], dir[PATH_MAX];
 	bool renamed;  /* COMMIT: tmp is now path */
 	int result;    /* 0 or -errno */
@@ -272,6 +280,9 @@ enum {
  * and rename. A forked writer did this before; on this kind of machine a
  * fork of the agent and the copy-on-write faults that follow cost the
  * loop more than writing the document itself (bench/README.md). */
+/* Chunks of a document queued to the worker at most (64 KiB each). */
+#define WRITER_INFLIGHT_MAX 4
+
 struct writer {
 	struct tl_state snap;
 	struct doc_cursor cur;
@@ -280,6 +291,15 @@ struct writer {
 	int fd;                /* the temp file, -1 once closed */
 	char tmp[PATH_MAX];    /* "" once renamed */
 	struct fsjob *job;     /* the commit, while the worker runs it */
+	/* Chunks queued to the worker and not back yet; the first error
+	 * one came back with; the worker's own error of this document. */
+	unsigned inflight;
+	int werr, chain;
+	/* Chunk buffers back from the worker, reused: a new 64-128 KiB
+	 * buffer per chunk cost its page faults on the loop every time. */
+	char *spare[WRITER_INFLIGHT_MAX];
+	size_t spare_cap[WRITER_INFLIGHT_MAX];
+	unsigned n_spare;
 	char dir[PATH_MAX];
 	uint64_t bytes;
 	size_t findings;
