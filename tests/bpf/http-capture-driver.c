@@ -3,7 +3,9 @@
  * line and prints each request/response exchange the kernel saw as one JSON
  * line, until SIGTERM or SIGINT; then it drains the ring, detaches and
  * prints "dropped N" (records lost to a full ring) on stderr. Requests
- * still pending then stay unreported. Driven by
+ * still pending then stay unreported. SIGUSR1 untracks the cgroups,
+ * SIGUSR2 tracks them again (the kernel's cgroup filter bit is cleared and
+ * set back). Driven by
  * tests/bpf/test-http-capture.py. Needs root.
  *   http-capture-driver [--prefix N] [--ring BYTES] CGROUP_ID...
  * Prints "ready" once attached. */
@@ -23,6 +25,10 @@
 #include "macro.h"
 
 static struct tl_http_tracker *tracker;
+static struct tl_http_bpf *bpf;
+#define MAX_CG 16
+static uint64_t cgroups[MAX_CG];
+static int n_cgroups;
 
 static const char *dir_name(enum tl_http_direction d)
 {
@@ -64,8 +70,20 @@ static int on_signal(struct tl_loop *loop, int fd, uint32_t ev _unused_, void *u
 {
 	struct signalfd_siginfo si;
 
-	if (read(fd, &si, sizeof(si)) == sizeof(si))
-		tl_loop_quit(loop, 0);
+	if (read(fd, &si, sizeof(si)) != sizeof(si))
+		return 0;
+	if (si.ssi_signo == SIGUSR1 || si.ssi_signo == SIGUSR2) {
+		for (int i = 0; i < n_cgroups; i++) {
+			int r = si.ssi_signo == SIGUSR1 ? tl_http_bpf_untrack_cgroup(bpf, cgroups[i])
+							: tl_http_bpf_track_cgroup(bpf, cgroups[i]);
+
+			if (r < 0)
+				fprintf(stderr, "%s %llu: %s\n", si.ssi_signo == SIGUSR1 ? "untrack" : "track",
+					(unsigned long long)cgroups[i], strerror(-r));
+		}
+		return 0;
+	}
+	tl_loop_quit(loop, 0);
 	return 0;
 }
 
@@ -97,8 +115,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
+	bpf = b;
 	for (; i < argc; i++) {
-		r = tl_http_bpf_track_cgroup(b, strtoull(argv[i], NULL, 10));
+		if (n_cgroups == MAX_CG)
+			return 2;
+		cgroups[n_cgroups++] = strtoull(argv[i], NULL, 10);
+		r = tl_http_bpf_track_cgroup(b, cgroups[n_cgroups - 1]);
 		if (r < 0) {
 			fprintf(stderr, "track %s: %s\n", argv[i], strerror(-r));
 			return 1;
@@ -107,6 +129,8 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0 || tl_loop_add_io(loop, sfd, EPOLLIN, on_signal, NULL) < 0)

@@ -10,8 +10,9 @@ the simulated Pod's app uses) and nginx from Debian. Cases: keep-alive,
 connection per request, pipelined, chunked, 404, headers split across
 writes, a reset mid-request, a request read on one thread and answered from
 another, the listener closed mid-load, an outbound client, a server in an
-untracked cgroup that must produce nothing, and a ring too small for the
-load (losses counted, nothing misread)."""
+untracked cgroup that must produce nothing, a tracked cgroup untracked
+(nothing) and tracked again (seen), and a ring too small for the load
+(losses counted, nothing misread)."""
 import http.client
 import http.server
 import json
@@ -371,6 +372,21 @@ def main():
         assert get(c, "/quiet", "untracked-1") == 200
         c.close()
 
+        # a cgroup untracked (its bit in the kernel's filter cleared, its map
+        # entry deleted) produces nothing; tracked again, it is seen again
+        d.p.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        c = http.client.HTTPConnection("127.0.0.1", py_port, timeout=5)
+        assert get(c, "/a", "untracked-again-1") == 200
+        c.close()
+        d.p.send_signal(signal.SIGUSR2)
+        time.sleep(1)
+        c = http.client.HTTPConnection("127.0.0.1", py_port, timeout=5)
+        assert get(c, "/a", "tracked-again-1") == 200
+        c.close()
+        expect(d, "tracked-again-1", 200)
+        assert not d.by_id("untracked-again-1"), d.by_id("untracked-again-1")
+
         # the listener closes mid-load: the request in flight is answered
         # and recorded; connections after it are refused and leave nothing
         res = {}
@@ -399,6 +415,7 @@ def main():
 
         time.sleep(0.3)
         assert not d.by_id("untracked-1"), d.by_id("untracked-1")
+        assert not d.by_id("untracked-again-1"), d.by_id("untracked-again-1")
         for i in range(3):
             assert not d.by_id(f"refused-{i}")
         ids = [x["id"] for x in d.lines]
