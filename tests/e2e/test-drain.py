@@ -285,9 +285,14 @@ def main():
             r["sigterm"] = app_sigterm_time(agent, pod)
             results[mode] = r
             load = r["load"]
+            # when the app closed its listener, as the agent saw it: says
+            # why a run had no failed request (the app that late)
+            closed = next((ts(e["time"]) - r["endpoint_time"] for e in agent.events(pod["podUid"])
+                           if e["type"] == "socket.listen_closed" and e.get("container") == "app"), None)
             print(f"{mode:5}: {len(load.results)} requests, {len(load.failed())} failed; app SIGTERM "
-                  f"{r['sigterm'] - r['endpoint_time']:+.2f}s after the endpoint change; last request "
-                  f"{load.last_sent() - r['endpoint_time']:+.2f}s")
+                  f"{r['sigterm'] - r['endpoint_time']:+.2f}s after the endpoint change, its listener closed "
+                  + (f"{closed:+.2f}s" if closed is not None else "(not seen)")
+                  + f"; last request {load.last_sent() - r['endpoint_time']:+.2f}s")
 
         assert results["none"]["load"].failed(), "no preStop: the race should fail requests"
         assert results["sleep"]["load"].failed(), f"preStop: sleep {SHORT_SLEEP}: the race should fail requests"
