@@ -66,6 +66,8 @@ int tl_journal_remove(struct tl_journal *j);
  * to delete elsewhere). Accepts NULL. */
 void tl_journal_discard(struct tl_journal *j);
 
+/* The frame's CRC: zlib's crc32 of len bytes, computed here faster. */
+uint32_t tl_journal_crc(const void *buf, size_t len);
 /* Frames a body into out (a struct tl_buf). */
 struct tl_buf;
 void tl_journal_frame(struct tl_buf *out, const void *body, size_t len);
