@@ -10,13 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "child.h"
 #include "clock.h"
 #include "export-json.h"
 #include "fileio.h"
@@ -324,13 +323,10 @@ static int helper_start(struct timeline *tl)
 {
 	struct tl_timelines *t = tl->store;
 	struct writer *w = tl->writer;
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, all;
+	struct tl_child child;
 	const char *file = strrchr(w->path, '/');
 	char *argv[5], *envp[] = { NULL };
-	int pfd[2] = { -1, -1 }, r;
-	bool fa_ok = false, attr_ok = false;
+	int r;
 
 	if (!file || w->tmp[0] == '\0')
 		return -EINVAL;
@@ -339,47 +335,18 @@ static int helper_start(struct timeline *tl)
 	argv[2] = w->dir;
 	argv[3] = (char *)file + 1;
 	argv[4] = NULL;
-	/* O_CLOEXEC: only the dup2'd end reaches the child. */
-	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -errno;
-	r = -posix_spawn_file_actions_init(&fa);
-	if (r < 0)
-		goto out;
-	fa_ok = true;
-	r = -posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
-	if (r == 0)
-		r = -posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (r < 0)
-		goto out;
-	r = -posix_spawnattr_init(&attr);
-	if (r < 0)
-		goto out;
-	attr_ok = true;
-	/* The agent blocks the signals it reads through a signalfd; the
-	 * child must not inherit that mask nor ignored dispositions. */
-	sigemptyset(&none);
-	sigfillset(&all);
-	r = -posix_spawnattr_setsigmask(&attr, &none);
-	if (r == 0)
-		r = -posix_spawnattr_setsigdefault(&attr, &all);
-	if (r == 0)
-		r = -posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	if (r < 0)
-		goto out;
-	r = -posix_spawn(&w->pid, t->findings_helper, &fa, &attr, argv, envp);
+	/* An empty environment; stdout a pipe, stdin /dev/null and neither
+	 * the signal mask the agent reads through a signalfd nor ignored
+	 * dispositions (child.h). */
+	r = tl_child_spawn(t->findings_helper, false, argv, envp, &child);
 	if (r < 0) {
 		w->pid = -1;
-		goto out;
+		return r;
 	}
-	w->out_fd = pfd[0];
-	pfd[0] = -1;
-	/* Ours and not reaped until it exits: the pid is not reused. Without
-	 * a pidfd (kernel < 5.3) the writer's timer polls the exit. */
-	w->pid_fd = (int)syscall(SYS_pidfd_open, w->pid, 0);
-	if (w->pid_fd >= 0 && fcntl(w->pid_fd, F_SETFD, FD_CLOEXEC) < 0) {
-		close(w->pid_fd);
-		w->pid_fd = -1;
-	}
+	w->pid = child.pid;
+	w->out_fd = child.out_fd;
+	/* Without a pidfd (kernel < 5.3) the writer's timer polls the exit. */
+	w->pid_fd = child.pid_fd;
 	if (w->pid_fd >= 0 && tl_loop_add_io(t->loop, w->pid_fd, EPOLLIN, helper_pid_cb, tl) < 0) {
 		close(w->pid_fd);
 		w->pid_fd = -1;
@@ -389,17 +356,7 @@ static int helper_start(struct timeline *tl)
 		tl_timer_free(w->timer);
 		w->timer = NULL;
 	}
-	r = 0;
-out:
-	if (attr_ok)
-		posix_spawnattr_destroy(&attr);
-	if (fa_ok)
-		posix_spawn_file_actions_destroy(&fa);
-	if (pfd[0] >= 0)
-		close(pfd[0]);
-	if (pfd[1] >= 0)
-		close(pfd[1]);
-	return r;
+	return 0;
 }
 
 /* > 0 while the helper runs, 0 once the document is in place, -errno. */
