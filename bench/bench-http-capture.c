@@ -754,9 +754,34 @@ static int bench_consumer_only(uint64_t n, bool json, bool close_each)
 	return c.exchanges == n ? 0 : -EIO;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bench-http-capture [--rounds N] [--calls N] [--seconds S] [--connections C]\n"
+		"                          [--no-server] [--no-syscalls] [--json] [--bpf-stats]\n"
+		"       bench-http-capture --tracked-only [--rounds N] [--calls N]\n"
+		"       bench-http-capture --consumer-only N [--json] [--close]\n"
+		"\n"
+		"What capturing HTTP on a Pod's sockets costs (bench/README.md, bench-http-capture).\n"
+		"Figures, not a test. Needs root, nginx and wrk, except --consumer-only.\n"
+		"\n"
+		"  --rounds N         interleaved rounds per part (default 5)\n"
+		"  --calls N          syscalls per run in the syscalls part (default 2000000)\n"
+		"  --seconds S        length of each wrk run (default 5)\n"
+		"  --connections C    wrk connections (default 16)\n"
+		"  --no-server        skip nginx under wrk\n"
+		"  --no-syscalls      skip the untracked syscall costs\n"
+		"  --json             the consumer also writes the JSON line (--emit-events)\n"
+		"  --bpf-stats        keep BPF run-time statistics on in every run\n"
+		"  --tracked-only     only the tracked loopback TCP process\n"
+		"  --consumer-only N  the consumer alone on N synthetic exchanges (for callgrind)\n"
+		"  --close            with --consumer-only: a connection per request\n");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "calls", required_argument, NULL, 'n' },
 		{ "seconds", required_argument, NULL, 's' },
@@ -816,7 +841,11 @@ int main(int argc, char **argv)
 		case 'C':
 			r = bench_parse_u64(optarg, 1, 100000000, &consumer_only);
 			break;
+		case 'h':
+			usage(stdout);
+			return 0;
 		default:
+			usage(stderr);
 			return 2;
 		}
 		if (r < 0) {
