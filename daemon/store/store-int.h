@@ -259,6 +259,9 @@ int document_write(const struct tl_state *s, const struct recorder_info *rec,
 #define M_DISK "termline_disk_bytes"
 #define M_DISK_ERR "termline_disk_errors_total"
 #define M_LATE "termline_timeline_late_events_total"
+/* Events dropped as exact repeats (same time, kind, container and payload:
+ * a relist, a re-read log): counted, so no drop is silent. */
+#define M_DUPLICATE "termline_timeline_duplicate_events_total"
 
 /* Journal frame types (docs/journal-format.md). */
 enum {

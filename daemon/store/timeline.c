@@ -607,8 +607,10 @@ int timeline_admit(struct timeline *tl, const struct tl_event *ev, const struct 
 	size_t base, used;
 	int r;
 
-	if (is_duplicate(&tl->s, ev->time_ns, h, payload) || is_restated(tl, h, payload))
+	if (is_duplicate(&tl->s, ev->time_ns, h, payload) || is_restated(tl, h, payload)) {
+		tl_metric_add(M_DUPLICATE, NULL, 1);
 		return 0;
+	}
 	if (!tl->terminating && starts_termination(ev)) {
 		tl->terminating = true;
 		tl->n_at_termination = tl->s.n;

@@ -238,15 +238,18 @@ START_TEST(test_order_and_dedupe)
 {
 	struct fx f;
 	struct json_object *doc, *again;
-	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S, dup0;
 	int n;
 
 	fx_init(&f, 30, 0);
 	set_meta(f.t, "shop", "web-1", UID_A);
 	n = scn_termination(f.t, UID_A, t0, false);
 	ck_assert_int_gt(n, 10);
-	/* Every event once more (a relist, a re-read log): all duplicates. */
+	/* Every event once more (a relist, a re-read log): all duplicates,
+	 * each counted. */
+	dup0 = tl_metric_get("termline_timeline_duplicate_events_total", NULL);
 	ck_assert_int_eq(scn_termination(f.t, UID_A, t0, false), n);
+	ck_assert_int_eq(tl_metric_get("termline_timeline_duplicate_events_total", NULL), dup0 + n);
 	/* Same time, different content: not a duplicate. */
 	{
 		struct tl_event ev;
