@@ -328,6 +328,10 @@ def memory_events(args, work, root):
                     "drops": m1.get("termline_ringbuf_dropped_total", 0) - m0.get("termline_ringbuf_dropped_total", 0),
                     "unattributed": m1.get("termline_events_unattributed_total", 0)
                     - m0.get("termline_events_unattributed_total", 0),
+                    "duplicates": m1.get("termline_timeline_duplicate_events_total", 0)
+                    - m0.get("termline_timeline_duplicate_events_total", 0),
+                    "late": m1.get("termline_timeline_late_events_total", 0)
+                    - m0.get("termline_timeline_late_events_total", 0),
                     "cpu": cpu1 - cpu0, "journal": dir_bytes(state),
                 }
                 rows.append(row)
@@ -335,7 +339,8 @@ def memory_events(args, work, root):
                 print(f"{n} Pods x {args.events} events: made {made} ({failed} generators failed) in {gen_s:.0f}s; "
                       f"held {row['held']} (per Pod {row['held_min']}..{row['held_max']}, {row['open']} open, "
                       f"{row['incomplete']} incomplete); ring drops {row['drops']:.0f}, unattributed "
-                      f"{row['unattributed']:.0f}", flush=True)
+                      f"{row['unattributed']:.0f}, dropped as duplicates {row['duplicates']:.0f}, "
+                      f"late {row['late']:.0f}", flush=True)
                 print(f"  VmRSS {row['rss']} KiB (RssAnon {row['rss_anon']}, RssFile {row['rss_file']}; Pss {row['pss']}), "
                       f"VmHWM {row['hwm']} KiB, fds {row['fds']}; RSS before the events {rss0} KiB, "
                       f"{per:.1f} B per held event; agent CPU {row['cpu']:.1f}s, "
