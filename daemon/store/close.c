@@ -205,27 +205,16 @@ void writer_free(struct tl_loop *loop, struct writer *w)
 	free(w);
 }
 
-/* The end: durable, then in place, then the rename itself durable. */
+/* The end, on the loop (doc_commit, as the worker does it). */
 static int writer_commit(struct writer *w)
 {
-	int dfd, r = 0;
+	bool renamed;
+	int fd = w->fd, r;
 
-	if (fchmod(w->fd, 0644) < 0 || fdatasync(w->fd) < 0)
-		r = -errno;
-	if (close(w->fd) < 0 && r == 0)
-		r = -errno;
 	w->fd = -1;
-	if (r == 0 && rename(w->tmp, w->path) < 0)
-		r = -errno;
-	if (r < 0)
-		return r;
-	w->tmp[0] = '\0';
-	dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	if (fsync(dfd) < 0)
-		r = -errno;
-	close(dfd);
+	r = doc_commit(fd, w->tmp, w->path, w->dir, &renamed);
+	if (renamed)
+		w->tmp[0] = '\0';
 	return r;
 }
 

@@ -40,35 +40,43 @@ struct tl_fsworker {
 	unsigned unfinished;              /* queued or running */
 };
 
-/* The document made durable and put in place, as writer_commit did on the
- * loop: its data, then the rename, then the rename itself. */
-static int job_commit(struct fsjob *job)
+/* A document made durable and put in place: its data, then the rename, then
+ * the rename itself. fd is closed in every case; *renamed says whether tmp
+ * is now path. Used by the worker and by the close's synchronous fallback. */
+int doc_commit(int fd, const char *tmp, const char *path, const char *dir, bool *renamed)
 {
-	int dfd, r = job->chain ? *job->chain : 0;
+	int dfd, r = 0;
 
-	if (r < 0) {
-		/* a chunk of it was not written */
-		close(job->fd);
-		job->fd = -1;
-		return r;
-	}
-	if (fchmod(job->fd, 0644) < 0 || fdatasync(job->fd) < 0)
+	*renamed = false;
+	if (fchmod(fd, 0644) < 0 || fdatasync(fd) < 0)
 		r = -errno;
-	if (close(job->fd) < 0 && r == 0)
+	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	job->fd = -1;
-	if (r == 0 && rename(job->tmp, job->path) < 0)
+	if (r == 0 && rename(tmp, path) < 0)
 		r = -errno;
 	if (r < 0)
 		return r;
-	job->renamed = true;
-	dfd = open(job->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	*renamed = true;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
 	if (fsync(dfd) < 0)
 		r = -errno;
 	close(dfd);
 	return r;
+}
+
+static int job_commit(struct fsjob *job)
+{
+	int fd = job->fd, r = job->chain ? *job->chain : 0;
+
+	job->fd = -1;
+	if (r < 0) {
+		/* a chunk of it was not written */
+		close(fd);
+		return r;
+	}
+	return doc_commit(fd, job->tmp, job->path, job->dir, &job->renamed);
 }
 
 int fsjob_run(struct fsjob *job)

@@ -124,6 +124,7 @@ int tl_fsworker_submit(struct tl_fsworker *w, struct fsjob *job);
 void tl_fsworker_drain(struct tl_fsworker *w);
 bool tl_fsworker_busy(struct tl_fsworker *w);
 /* Runs a job on the calling thread (its result is also returned). */
+int doc_commit(int fd, const char *tmp, const char *path, const char *dir, bool *renamed);
 int fsjob_run(struct fsjob *job);
 
 /* 12 bytes, not 16: one per event, and x86 and arm64 read the unaligned
