@@ -139,6 +139,16 @@ static void attr_untrack_ip(void *ud, const char *ip)
 		tl_bpf_untrack_ip(a->bpf, ip);
 }
 
+/* A timeline starts to close: the capture hands over what it still holds of
+ * the Pod (its requests waiting for the proxy's log record, log lines not
+ * read yet), so that they are in the document rather than counted late. */
+static void timeline_closing(void *ud, const char *uid)
+{
+	struct agent *a = ud;
+
+	tl_capture_flush_pod(a->capture, uid);
+}
+
 static void sink_emit(void *userdata, struct tl_event *ev)
 {
 	struct agent *a = userdata;
@@ -574,6 +584,8 @@ static int agent_start(struct agent *a)
 				.probes = tl_bpf_probe_names(a->bpf),
 				.recording_since_ns = tl_now_real_ns(),
 			},
+			.before_close = timeline_closing,
+			.before_close_ud = a,
 		};
 
 		r = tl_timelines_new(&tc, a->loop, &a->timelines);

@@ -703,6 +703,28 @@ void tl_capture_observe(struct tl_capture *c, const struct tl_event *ev)
 	}
 }
 
+void tl_capture_flush_pod(struct tl_capture *c, const char *uid)
+{
+	if (!c || !uid || !uid[0])
+		return;
+	if (c->bpf)
+		tl_http_bpf_drain(c->bpf);
+	/* Log records join the held legs they belong to... */
+	if (c->logs)
+		tl_pod_logs_read_pod(c->logs, uid);
+	/* ...and the legs no record came for go out alone. They stay in the
+	 * ring, marked done, until it moves past them. */
+	for (size_t i = 0; i < c->n_held; i++) {
+		struct held *h = &c->held[(c->held_head + i) % MAX_HELD];
+
+		if (h->x.id[0] && strcmp(h->uid, uid) == 0) {
+			emit_kernel(c, &h->x, h->start_ns, h->end_ns);
+			h->x.id[0] = '\0';
+		}
+	}
+	tl_metric_add("termline_http_flushes_total", NULL, 1);
+}
+
 void tl_capture_drain(struct tl_capture *c)
 {
 	if (c && c->bpf)
@@ -750,6 +772,8 @@ static void describe_metrics(void)
 			   "Access-log records joined with the proxy's inbound leg seen on its socket.");
 	tl_metric_describe("termline_http_join_errors_total", TL_METRIC_COUNTER,
 			   "Joined records whose socket fields could not be set.");
+	tl_metric_describe("termline_http_flushes_total", TL_METRIC_COUNTER,
+			   "Closing timelines whose held requests and unread log records were taken first.");
 	tl_metric_describe("termline_http_ring_dropped", TL_METRIC_GAUGE,
 			   "HTTP records lost to a full ring buffer since start.");
 }

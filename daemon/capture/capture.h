@@ -53,6 +53,11 @@ void tl_capture_cgroup_removed(struct tl_capture *c, uint64_t cgroup_id);
  * (deletion requested, SIGTERM, Ready, deleted, cgroups removed) open and
  * close capture windows. */
 void tl_capture_observe(struct tl_capture *c, const struct tl_event *ev);
+/* The Pod's timeline is about to close: everything the capture still holds
+ * of it goes out now (the socket ring is consumed, the Pod's access logs are
+ * read to their end, inbound exchanges still waiting for their log record
+ * are emitted alone), so that it lands in the document, not late. */
+void tl_capture_flush_pod(struct tl_capture *c, const char *uid);
 /* Consumes the socket ring now and reports what it saw. */
 void tl_capture_drain(struct tl_capture *c);
 /* Records lost to a full ring since load. */

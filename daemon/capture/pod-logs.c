@@ -281,6 +281,15 @@ int tl_pod_logs_poll(struct tl_pod_logs *p)
 	return p->records_now;
 }
 
+int tl_pod_logs_read_pod(struct tl_pod_logs *p, const char *uid)
+{
+	p->records_now = 0;
+	for (struct tfile *f = p->files; f; f = f->next)
+		if (strcmp(f->uid, uid) == 0)
+			read_file(p, f);
+	return p->records_now;
+}
+
 static int on_inotify(struct tl_loop *loop _unused_, int fd, uint32_t events _unused_, void *ud)
 {
 	struct tl_pod_logs *p = ud;

@@ -45,6 +45,10 @@ void tl_pod_logs_free(struct tl_pod_logs *p);
 /* Rescans the tree and reads everything new now. Returns records read or -errno. */
 int tl_pod_logs_poll(struct tl_pod_logs *p);
 
+/* Reads what the Pod's (API UID) open files hold beyond what was read, now
+ * (its timeline is about to close). Returns records read. */
+int tl_pod_logs_read_pod(struct tl_pod_logs *p, const char *uid);
+
 struct tl_pod_logs_stats {
 	uint64_t files;          /* open now */
 	uint64_t records;

@@ -708,6 +708,10 @@ void close_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_, vo
 
 	if (tl->writer)
 		return;
+	/* What a source still holds of this Pod comes in first (it lands in
+	 * this timeline: it is not closing yet). */
+	if (tl->store->before_close)
+		tl->store->before_close(tl->store->before_close_ud, tl->s.uid);
 	r = writer_start(tl);
 	if (r < 0)
 		close_failed(tl, -r);

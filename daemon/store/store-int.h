@@ -374,6 +374,8 @@ struct tl_timelines {
 	uint64_t retention_bytes;
 	bool (*writer_hook)(void *ud);
 	void *writer_hook_ud;
+	void (*before_close)(void *ud, const char *uid);
+	void *before_close_ud;
 	char *findings_helper; /* NULL: documents keep empty findings */
 	struct recorder_info rec;
 	int64_t recording_since_ns;

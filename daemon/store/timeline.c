@@ -949,6 +949,8 @@ int tl_timelines_new(const struct tl_timelines_config *cfg, struct tl_loop *loop
 	t->close_wait_ms = cfg->close_wait_ms ? cfg->close_wait_ms : DEFAULT_CLOSE_WAIT_MS;
 	t->writer_hook = cfg->writer_hook;
 	t->writer_hook_ud = cfg->writer_hook_ud;
+	t->before_close = cfg->before_close;
+	t->before_close_ud = cfg->before_close_ud;
 	r = findings_helper_find(cfg->findings_helper, &t->findings_helper);
 	if (r < 0) {
 		free(t);

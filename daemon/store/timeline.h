@@ -75,6 +75,14 @@ struct tl_timelines_config {
 	 * program or in the libexec directory; "" writes documents without
 	 * findings. */
 	const char *findings_helper;
+	/* Called with the Pod's UID as its timeline starts to close, on the
+	 * loop: a source that holds events of the Pod back (the HTTP capture
+	 * waits for the proxy's log record of a request; the access log is
+	 * read on the next wake-up) hands them over now, through the usual
+	 * tl_timelines_add(), so that they land in the document instead of
+	 * being counted late. NULL: nothing to ask. */
+	void (*before_close)(void *ud, const char *uid);
+	void *before_close_ud;
 	/* Tests only (NULL in termlined): asked before each chunk of a
 	 * document; false holds the close in progress. */
 	bool (*writer_hook)(void *ud);

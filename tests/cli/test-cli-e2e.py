@@ -162,11 +162,10 @@ def main():
         ports = [E.free_port() for _ in NODES]
         gate, gate2 = os.path.join(work, "delete"), os.path.join(work, "stopped")
         double = E.KubeDouble(work, make_scenario(pods, ports, gate, gate2)).start()
-        # The linger must outlast the capture's wait for a request's access-log
-        # record (an inbound leg is held up to 2 s, released by a 1 s tick):
-        # with 1 s, a failed request's log line was once read after the close,
-        # and explain's document missed it. Longer under the sanitizers.
-        linger = 5 if not E.SANITIZED else 8
+        # A short linger: as a timeline closes, the capture hands over what it
+        # still holds of the Pod (log lines not read yet, inbound legs waiting
+        # for their record), so explain's document has every failed request.
+        linger = 2
         for n, pod, port in zip(NODES, pods, ports):
             state = os.path.join(work, f"state-{n}")
             cgroot = os.path.join(pod["cgroupRoot"], pod["podCgroupPath"].split("/")[0])

@@ -15,7 +15,12 @@ answered); requests the client never got an answer for (the proxy's
 listener already closed) must not.
 
 --format selects the proxy's access-log format (termline-simpod
---access-log-format: envoy, istio, istio-json)."""
+--access-log-format: envoy, istio, istio-json). --killed-proxy: the proxy
+buffers its access log (written every second, as Envoy flushes its file
+every --file-flush-interval-msec) and is killed at the end of the grace
+period, before its drain ends: the last second of records never comes, the
+agent has those requests from the proxy's socket only, and the timeline
+closes while it still holds them waiting for a record."""
 import argparse
 import os
 import shutil
@@ -85,9 +90,18 @@ def capture_state(agent):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--format", default="envoy", choices=["envoy", "istio", "istio-json"])
+    ap.add_argument("--killed-proxy", action="store_true")
     args = ap.parse_args()
     E.require_root()
     fmt_args = ["--access-log-format", args.format]
+    # Both containers get SIGTERM after the app's 1 s preStop; the app
+    # closes its listener at once and the proxy answers 503 from then, for
+    # its 2 s drain. A grace of 4 s lets the proxy end its drain; with a 3 s
+    # drain, the kubelet's minimum of 2 s left after the preStop kills it.
+    grace, drain = "4", "2"
+    if args.killed_proxy:
+        fmt_args += ["--access-log-flush-seconds", "1"]
+        grace, drain = "1.5", "3"
 
     work = tempfile.mkdtemp(prefix="termline-e2e-http-")
     state = os.path.join(work, "state")
@@ -98,13 +112,11 @@ def main():
     root = os.path.join(E.cgroup2_mount(), prefix)
     os.makedirs(root, exist_ok=True)
     # The linger is how long a closed Pod's timeline still takes late
-    # facts (docs/flags.md). It must outlast the capture's wait for a
-    # request's log record (an inbound leg is held up to 2 s, released by
-    # a 1 s housekeeping tick): with 1 s, the last request's event (its
-    # log line read late, or its held leg released) was once recorded
-    # after the close, in the agent's output but not in the document.
-    # Longer under the sanitizers, where the agent reads the log later.
-    linger = 5 if not E.SANITIZED else 8
+    # facts (docs/flags.md). A short one: what the capture still holds of
+    # the Pod as its timeline closes (inbound legs waiting up to 2 s for
+    # their log record, log lines not read yet) must be handed over before
+    # the document is written, not recorded after it (checked below).
+    linger = 1
     agent = E.Agent(work, ["--no-api", "--state-dir", state, "--listen", "off", "--linger", str(linger),
                            "--cgroup-root", root, "--pod-logs-dir", logs,
                            "--log-level", "debug"]).start()
@@ -114,7 +126,7 @@ def main():
         assert capture_state(agent) is None, "capture attached with no Pod in a window"
         pod = E.simpod("--state-dir", simstate, "create", "--prefix", prefix, "--no-netns",
                        "--pod-logs-dir", logs, "--app-port", str(E.free_port()),
-                       "--proxy-port", str(E.free_port()), "--drain-seconds", "2",
+                       "--proxy-port", str(E.free_port()), "--drain-seconds", drain,
                        "--app-stop-delay", "0.3", *fmt_args)
         uid = pod["podUid"]
         ids = {c["name"]: c["containerId"] for c in pod["containers"]}
@@ -122,7 +134,7 @@ def main():
         E.wait_for(lambda: capture_state(agent) == "attached", E.deadline(10), "the capture program attached")
         load = Load(pod["proxyPort"]).start()
         E.wait_for(lambda: len(load.results) >= 20, 20, "20 requests before termination")
-        E.simpod("--state-dir", simstate, "terminate", "--grace", "4", "--prestop-seconds", "1")
+        term = E.simpod("--state-dir", simstate, "terminate", "--grace", grace, "--prestop-seconds", "1")
         # The proxy is gone: requests now fail to connect.
         E.wait_for(lambda: load.results and load.results[-1][1] == 0, 10, "a refused request")
         E.wait_for(lambda: sum(1 for r in load.results if r[1] == 0) >= 3, 10, "refused requests")
@@ -229,6 +241,9 @@ def main():
         except AssertionError:
             pass
         kern, unlogged, joined = check(http_events())
+        if args.killed_proxy:
+            assert unlogged, (f"the killed proxy's last records came anyway: nothing was held at the close; "
+                              f"the Pod's end: {term}; the last requests: {load.results[-30:]}")
 
         # The timeline says when capture was on: from the Pod's start (its
         # start-up window), then again from its SIGTERM (termination).
@@ -259,6 +274,18 @@ def main():
             raise AssertionError(f"timeline: {len(in_doc)} requests, client: {len(answered)}; differ at {differ}; "
                                  f"in the agent's output: {late}; the document's last event: "
                                  f"{doc['events'][-1]['time'] if doc['events'] else None}")
+        # Nothing the agent recorded of the Pod's requests came after the
+        # close: its output and the document hold the same requests and legs.
+        def keys(evs):
+            return sorted((e["source"], e["direction"], e["requestId"] or "", e["status"])
+                          for e in evs if e["type"] == "http.request")
+        out_keys, doc_keys = keys(agent.events(uid)), keys(doc["events"])
+        if out_keys != doc_keys:
+            only_out = sorted(set(out_keys) - set(doc_keys))[:5]
+            only_doc = sorted(set(doc_keys) - set(out_keys))[:5]
+            raise AssertionError(f"agent output {len(out_keys)} requests, document {len(doc_keys)}: "
+                                 f"only in the output (recorded after the close) {only_out}, "
+                                 f"only in the document {only_doc}")
         rc = agent.stop(signal.SIGTERM)
         assert rc == 0, f"termlined exited {rc}"
         n503 = sum(1 for s in answered.values() if s == 503)
