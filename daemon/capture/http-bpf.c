@@ -133,6 +133,9 @@ int tl_http_bpf_attach(struct tl_http_bpf *b)
 	if (!l)
 		return -errno;
 	b->link = l;
+	/* The ring is polled only while the program is attached. */
+	if (b->timer)
+		tl_timer_arm(b->timer, DRAIN_MS, DRAIN_MS);
 	return 0;
 }
 
@@ -142,6 +145,8 @@ void tl_http_bpf_detach(struct tl_http_bpf *b)
 		return;
 	bpf_link__destroy(b->link);
 	b->link = NULL;
+	if (b->timer)
+		tl_timer_disarm(b->timer);
 	tl_http_bpf_drain(b);
 }
 
@@ -178,7 +183,8 @@ int tl_http_bpf_attach_loop(struct tl_http_bpf *b, struct tl_loop *loop)
 	if (r < 0)
 		return r;
 	b->loop = loop;
-	return tl_loop_add_timer(loop, DRAIN_MS, DRAIN_MS, on_drain_timer, b, &b->timer);
+	return tl_loop_add_timer(loop, b->link ? DRAIN_MS : 0, b->link ? DRAIN_MS : 0, on_drain_timer, b,
+				 &b->timer);
 }
 
 int tl_http_bpf_track_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)

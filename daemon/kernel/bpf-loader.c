@@ -28,7 +28,13 @@
 _Static_assert(TL_SIGNAL_BIT(SIGTERM) == TL_SIG_BIT(SIGTERM) && TL_SIGNAL_BIT(64) == TL_SIG_BIT(64),
 	       "signals.h and the BPF filter share one mask layout");
 
+/* The ring is consumed every 10 ms while records come; after a second
+ * without any, every 50 ms (an idle agent wakes 20 times a second, not
+ * 100), and at 10 ms again from the first record. The programs wake the
+ * loop themselves once a quarter of the ring is used. */
 #define DRAIN_INTERVAL_MS 10
+#define DRAIN_IDLE_MS 50
+#define DRAIN_IDLE_AFTER 100 /* empty drains */
 #define METRICS_INTERVAL_MS 1000
 #define RINGBUF_DEFAULT (TL_DEFAULT_RINGBUF_KIB * 1024u)
 #define RINGBUF_MAX (1u << 30)
@@ -71,6 +77,8 @@ struct tl_bpf {
 	uint64_t published_drops[TL_EV_KIND_MAX];
 	uint64_t published_closed;
 	uint64_t last_publish_ms;
+	unsigned empty_drains;
+	bool drain_idle;
 	char probe_buf[N_HOOKS][48];
 	const char *probes[N_HOOKS + 1];
 };
@@ -496,8 +504,14 @@ static int on_ring_readable(struct tl_loop *loop _unused_, int fd _unused_,
 			    uint32_t events _unused_, void *userdata)
 {
 	struct tl_bpf *b = userdata;
+	int n = ring_buffer__consume(b->rb);
 
-	return ring_buffer__consume(b->rb);
+	if (n > 0 && b->drain_idle && b->timer &&
+	    tl_timer_arm(b->timer, DRAIN_INTERVAL_MS, DRAIN_INTERVAL_MS) == 0) {
+		b->drain_idle = false;
+		b->empty_drains = 0;
+	}
+	return n;
 }
 
 static void on_drain_timer(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_,
@@ -505,7 +519,14 @@ static void on_drain_timer(struct tl_loop *loop _unused_, struct tl_timer *timer
 {
 	struct tl_bpf *b = userdata;
 
-	ring_buffer__consume(b->rb);
+	if (ring_buffer__consume(b->rb) > 0) {
+		b->empty_drains = 0;
+		if (b->drain_idle && tl_timer_arm(b->timer, DRAIN_INTERVAL_MS, DRAIN_INTERVAL_MS) == 0)
+			b->drain_idle = false;
+	} else if (!b->drain_idle && ++b->empty_drains >= DRAIN_IDLE_AFTER &&
+		   tl_timer_arm(b->timer, DRAIN_IDLE_MS, DRAIN_IDLE_MS) == 0) {
+		b->drain_idle = true;
+	}
 	if (tl_now_mono_ms() - b->last_publish_ms >= METRICS_INTERVAL_MS)
 		publish_metrics(b);
 }

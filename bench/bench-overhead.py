@@ -1,0 +1,317 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""What the whole agent costs a server on its node: nginx (Debian's
+nginx-light, one worker) in a Pod's container cgroup under wrk, termlined
+off (A) and on (B), interleaved A B B A per round. Prints figures; asserts
+nothing (bench/README.md, "overhead"). Needs root, nginx and wrk.
+
+  bench-overhead.py --build BUILD [--scenario steady,window]
+                    [--mode keep-alive,close] [--rounds 2] [--seconds 5]
+                    [--connections 16]
+
+Scenarios (termlined --no-api, its own state dir and loopback listener,
+--cgroup-root a directory of its own below the cgroup2 mount):
+  steady  the agent as it runs most of the time: the Pod was running
+          before the agent started, so it is in no capture window and
+          --http-capture windows (the default) attaches nothing; the
+          kernel-event programs (signals, exec, exit, listeners, resets)
+          are loaded.
+  window  the Pod's cgroup is made after the agent started: the Pod is in
+          its start-up window (120 s without an API server), the HTTP
+          capture program is attached and every request is recorded in
+          full, as during a termination.
+
+Per scenario and mode (keep-alive, or close: a new connection per request)
+it prints the medians of each side: requests/s and the ratio on/off, wrk's
+p99 latency and what the agent added, nginx's CPU per request (its
+cgroup's cpu.stat usage_usec) and what the agent added, the agent's CPU per
+request (all its threads, /proc/PID/task/*/schedstat, during the wrk run
+only), requests the agent captured (termline_http_kernel_requests_total)
+and ring-buffer drops. wrk runs in this process's cgroup, untracked."""
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(SRC, "tests", "e2e"))
+import e2elib as E  # noqa: E402
+
+NGINX_CONF = """daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid;
+error_log {d}/error.log; events {{ worker_connections 1024; }}
+http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d};
+  fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};
+  keepalive_requests 1000000;
+  server {{ listen 127.0.0.1:{port}; root {d}/www; }} }}
+"""
+
+
+def die(msg):
+    print(f"bench-overhead: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def write(path, s):
+    with open(path, "w", encoding="ascii") as f:
+        f.write(s)
+
+
+def usage_usec(cg):
+    with open(os.path.join(cg, "cpu.stat"), encoding="ascii") as f:
+        for line in f:
+            k, v = line.split()
+            if k == "usage_usec":
+                return int(v)
+    die(f"{cg}/cpu.stat: no usage_usec")
+
+
+def task_ns(pid):
+    """CPU time of every thread of pid, in ns (schedstat's first field)."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat", encoding="ascii") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def parse_latency(s):
+    for unit, mul in (("us", 1e-3), ("ms", 1.0), ("s", 1000.0)):
+        if s.endswith(unit):
+            return float(s[:-len(unit)]) * mul
+    return float(s)
+
+
+def run_wrk(port, seconds, conns, close_each):
+    cmd = ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "--latency",
+           "-H", "x-request-id: bench-request-0123456789"]
+    if close_each:
+        cmd += ["-H", "Connection: close"]
+    cmd.append(f"http://127.0.0.1:{port}/index.html")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    rps = reqs = p99 = None
+    for line in r.stdout.splitlines():
+        w = line.split()
+        if line.startswith("Requests/sec:"):
+            rps = float(w[1])
+        elif len(w) > 2 and w[1] == "requests" and w[2] == "in":
+            reqs = int(w[0])
+        elif len(w) == 2 and w[0] == "99%":
+            p99 = parse_latency(w[1])
+    if rps is None or not reqs or p99 is None:
+        die(f"wrk failed ({r.returncode}): {r.stdout[-500:]} {r.stderr[-500:]}")
+    return rps, reqs, p99
+
+
+class Pod:
+    """kubepods/besteffort/pod<uid>/<container id> below root (cgroupfs
+    driver layout, docs/architecture.md, "Attribution by cgroup")."""
+
+    def __init__(self, root):
+        self.pod = os.path.join(root, "kubepods", "besteffort", f"pod{uuid.uuid4()}")
+        self.leaf = os.path.join(self.pod, uuid.uuid4().hex + uuid.uuid4().hex)
+        os.makedirs(self.leaf)
+
+    def enter(self, pid):
+        write(os.path.join(self.leaf, "cgroup.procs"), str(pid))
+
+    def remove(self, park):
+        """Moves what runs in it to park, then removes it."""
+        try:
+            with open(os.path.join(self.leaf, "cgroup.procs"), encoding="ascii") as f:
+                for pid in f.read().split():
+                    write(os.path.join(park, "cgroup.procs"), pid)
+        except OSError:
+            pass
+        for d in (self.leaf, self.pod):
+            for _ in range(100):
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+class Agent:
+    def __init__(self, build, work, root, n):
+        self.port = E.free_port()
+        self.log_path = os.path.join(work, f"agent-{n}.log")
+        state = os.path.join(work, f"state-{n}")
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [os.path.join(build, "daemon", "termlined"), "--no-api", "--state-dir", state,
+                 "--listen", f"127.0.0.1:{self.port}", "--cgroup-root", root],
+                stdout=log, stderr=log)
+
+        def ready():
+            if self.proc.poll() is not None:
+                die(f"termlined exited {self.proc.returncode}: {self.log()[-2000:]}")
+            try:
+                return E.http_get(self.port, "/readyz")[0] == 200
+            except OSError:
+                return False
+        E.wait_for(ready, 90, "termlined /readyz")
+
+    def log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def capture(self):
+        """"attached", "detached" or None: the agent's last word on it."""
+        state = None
+        for line in self.log().splitlines():
+            if "HTTP capture: attached" in line:
+                state = "attached"
+            elif "HTTP capture: detached" in line:
+                state = "detached"
+        return state
+
+    def metric(self, name):
+        _, body, _ = E.http_get(self.port, "/metrics")
+        return sum(v for _, v in E.metric_series(E.parse_prometheus(body.decode()), name))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_pod):
+    """One wrk run; returns a dict of its figures."""
+    agent = pod = None
+    try:
+        if with_agent:
+            if scenario == "window":
+                agent = Agent(args.build, work, root, n)
+                pod = Pod(root)
+                pod.enter(ng.pid)
+                E.wait_for(lambda: agent.capture() == "attached", 30, "the HTTP capture attached")
+            else:
+                steady_pod.enter(ng.pid)
+                agent = Agent(args.build, work, root, n)
+                time.sleep(1)
+                if agent.capture() == "attached":
+                    die("steady: the capture program is attached with no Pod in a window")
+            time.sleep(0.5)
+            kreq0, drop0 = agent.metric("termline_http_kernel_requests_total"), agent.metric("termline_http_ring_dropped")
+            a0 = task_ns(agent.proc.pid)
+        else:
+            steady_pod.enter(ng.pid)
+        u0 = usage_usec(steady_pod.leaf if pod is None else pod.leaf)
+        rps, reqs, p99 = run_wrk(args.port, args.seconds, args.connections, mode == "close")
+        u1 = usage_usec(steady_pod.leaf if pod is None else pod.leaf)
+        out = {"rps": rps, "reqs": reqs, "p99": p99, "nginx_us": (u1 - u0) / reqs}
+        if agent:
+            out["agent_us"] = (task_ns(agent.proc.pid) - a0) / 1000 / reqs
+            time.sleep(0.3)  # the agent's 10 ms ring poll and 1 s housekeeping
+            out["captured"] = agent.metric("termline_http_kernel_requests_total") - kreq0
+            out["drops"] = agent.metric("termline_http_ring_dropped") - drop0
+        return out
+    finally:
+        if agent:
+            agent.stop()
+        if pod:
+            pod.remove(park)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(SRC, "build"), help="meson build directory (default ./build)")
+    ap.add_argument("--scenario", default="steady,window", help="steady, window or both (default both)")
+    ap.add_argument("--mode", default="keep-alive,close", help="keep-alive, close or both (default both)")
+    ap.add_argument("--rounds", type=int, default=2, help="A B B A rounds (default 2)")
+    ap.add_argument("--seconds", type=int, default=5, help="length of each wrk run (default 5)")
+    ap.add_argument("--connections", type=int, default=16, help="wrk connections (default 16)")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("bench-overhead: needs root (BPF, cgroups)", file=sys.stderr)
+        sys.exit(77)
+    for tool in ("nginx", "wrk"):
+        if not shutil.which(tool):
+            die(f"{tool} not found (tools/dev deps installs it)")
+    if not os.access(os.path.join(args.build, "daemon", "termlined"), os.X_OK):
+        die(f"{args.build}/daemon/termlined: not built")
+    scenarios = [s for s in args.scenario.split(",") if s]
+    modes = [m for m in args.mode.split(",") if m]
+    for s in scenarios:
+        if s not in ("steady", "window"):
+            die(f"--scenario {s}: not steady or window")
+    for m in modes:
+        if m not in ("keep-alive", "close"):
+            die(f"--mode {m}: not keep-alive or close")
+
+    work = tempfile.mkdtemp(prefix="termline-bench-overhead-")
+    root = os.path.join(E.cgroup2_mount(), f"termline-bench-overhead-{os.getpid()}")
+    park = os.path.join(root, "park")
+    os.makedirs(park)
+    steady_pod = Pod(root)
+    os.makedirs(os.path.join(work, "www"))
+    write(os.path.join(work, "www", "index.html"), "<html><body>termline bench</body></html>\n")
+    args.port = E.free_port()
+    write(os.path.join(work, "nginx.conf"), NGINX_CONF.format(d=work, port=args.port))
+    ng = subprocess.Popen(["nginx", "-c", os.path.join(work, "nginx.conf"), "-e", "/dev/null"],
+                          preexec_fn=lambda: write(os.path.join(park, "cgroup.procs"), str(os.getpid())))
+    try:
+        E.wait_for(lambda: subprocess.run(["wrk", "-t1", "-c1", "-d1s", f"http://127.0.0.1:{args.port}/index.html"],
+                                          capture_output=True).returncode == 0, 20, "nginx answering")
+        n = 0
+        print(f"termlined {args.build}/daemon/termlined; nginx one worker; wrk -t1 -c{args.connections}, "
+              f"{args.seconds} s runs, {args.rounds} A B B A rounds; load average {os.getloadavg()[0]:.2f}",
+              flush=True)
+        for scenario in scenarios:
+            for mode in modes:
+                runs = {False: [], True: []}
+                for r in range(args.rounds):
+                    for with_agent in (False, True, True, False):
+                        n += 1
+                        x = one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_pod)
+                        runs[with_agent].append(x)
+                        side = "on " if with_agent else "off"
+                        extra = (f", agent {x['agent_us']:.3f} us/req, captured {x['captured']:.0f}, "
+                                 f"drops {x['drops']:.0f}") if with_agent else ""
+                        print(f"  {scenario:6s} {mode:10s} round {r} agent {side}: {x['rps']:.0f} req/s, "
+                              f"p99 {x['p99']:.3f} ms, nginx {x['nginx_us']:.2f} us/req{extra}", flush=True)
+                off, on = runs[False], runs[True]
+
+                def med(side, k):
+                    return statistics.median(x[k] for x in side)
+                print(f"{scenario} {mode}: agent off {med(off, 'rps'):.0f} req/s, on {med(on, 'rps'):.0f} req/s "
+                      f"({100 * med(on, 'rps') / med(off, 'rps'):.1f} %); p99 {med(off, 'p99'):.3f} -> "
+                      f"{med(on, 'p99'):.3f} ms ({med(on, 'p99') - med(off, 'p99'):+.3f}); nginx CPU "
+                      f"{med(off, 'nginx_us'):.2f} -> {med(on, 'nginx_us'):.2f} us/req "
+                      f"({med(on, 'nginx_us') - med(off, 'nginx_us'):+.2f}); agent CPU {med(on, 'agent_us'):.3f} "
+                      f"us/req; captured {sum(x['captured'] for x in on):.0f} of {sum(x['reqs'] for x in on)} "
+                      f"requests; ring drops {sum(x['drops'] for x in on):.0f}", flush=True)
+    finally:
+        ng.send_signal(signal.SIGTERM)
+        try:
+            ng.wait(10)
+        except subprocess.TimeoutExpired:
+            ng.kill()
+            ng.wait()
+        steady_pod.remove(park)
+        for d in (park, os.path.join(root, "kubepods", "besteffort"), os.path.join(root, "kubepods"), root):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
