@@ -33,13 +33,64 @@ struct tl_timer {
 	struct io_reg *reg;
 };
 
+#define MAX_DEFERS 16
+
 struct tl_loop {
 	int epfd;
 	bool quit;
 	int quit_code;
 	bool dispatching;
 	struct io_reg *regs;
+	struct {
+		tl_defer_cb cb;
+		void *ud;
+	} defers[MAX_DEFERS];
+	unsigned n_defers;
 };
+
+int tl_loop_defer(struct tl_loop *loop, tl_defer_cb cb, void *ud)
+{
+	if (!loop->dispatching)
+		return -EAGAIN;
+	for (unsigned i = 0; i < loop->n_defers; i++)
+		if (loop->defers[i].cb == cb && loop->defers[i].ud == ud)
+			return 0;
+	if (loop->n_defers == MAX_DEFERS)
+		return -ENOSPC;
+	loop->defers[loop->n_defers].cb = cb;
+	loop->defers[loop->n_defers].ud = ud;
+	loop->n_defers++;
+	return 0;
+}
+
+void tl_loop_cancel_defer(struct tl_loop *loop, tl_defer_cb cb, void *ud)
+{
+	unsigned j = 0;
+
+	if (!loop)
+		return;
+	for (unsigned i = 0; i < loop->n_defers; i++)
+		if (loop->defers[i].cb != cb || loop->defers[i].ud != ud)
+			loop->defers[j++] = loop->defers[i];
+	loop->n_defers = j;
+}
+
+/* Each runs once, in the order asked; one that a deferred callback asks
+ * for runs in this pass too (at most a few passes' worth: no livelock). */
+static void run_defers(struct tl_loop *loop)
+{
+	loop->dispatching = true;
+	for (unsigned budget = 4 * MAX_DEFERS; loop->n_defers && budget; budget--) {
+		tl_defer_cb cb = loop->defers[0].cb;
+		void *ud = loop->defers[0].ud;
+
+		loop->n_defers--;
+		memmove(&loop->defers[0], &loop->defers[1], loop->n_defers * sizeof(loop->defers[0]));
+		cb(loop, ud);
+	}
+	/* Any left run after the next iteration. */
+	loop->dispatching = false;
+}
 
 uint64_t tl_now_mono_ms(void)
 {
@@ -275,6 +326,8 @@ int tl_loop_run_once(struct tl_loop *loop, int timeout_ms)
 			break;
 	}
 	loop->dispatching = false;
+	if (loop->n_defers)
+		run_defers(loop);
 	reap_dead(loop);
 	return n;
 }

@@ -30,6 +30,15 @@ int tl_timer_disarm(struct tl_timer *timer);
 /* Removes it from the loop and frees it; accepts NULL. Safe inside its own callback. */
 void tl_timer_free(struct tl_timer *timer);
 
+/* While callbacks of an iteration are being dispatched: runs cb(ud) once
+ * after the last of them, before the loop waits again (no syscall, no
+ * wakeup of its own), once however often it is asked for in the iteration.
+ * -EAGAIN outside a dispatch (arm a timer then), -ENOSPC when too many are
+ * pending. tl_loop_cancel_defer() drops a pending one (its ud is going). */
+typedef void (*tl_defer_cb)(struct tl_loop *loop, void *ud);
+int tl_loop_defer(struct tl_loop *loop, tl_defer_cb cb, void *ud);
+void tl_loop_cancel_defer(struct tl_loop *loop, tl_defer_cb cb, void *ud);
+
 /* Runs until tl_loop_quit(); returns the code given to it. */
 int tl_loop_run(struct tl_loop *loop);
 void tl_loop_quit(struct tl_loop *loop, int code);

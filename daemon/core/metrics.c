@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,13 +30,25 @@ struct family {
 static struct family *families;
 static struct family **families_tail = &families;
 
+/* Callers name families with string literals, and some count per request:
+ * the family last found for a name's address is tried first (one strcmp,
+ * not one per family before it). */
+#define HINTS 64
+static struct {
+	const char *name;
+	struct family *f;
+} hints[HINTS];
+
 static struct family *find_family(const char *name, bool create, enum tl_metric_kind kind)
 {
+	size_t h = ((uintptr_t)name >> 3) % HINTS;
 	struct family *f;
 
+	if (hints[h].name == name && strcmp(hints[h].f->name, name) == 0)
+		return hints[h].f;
 	for (f = families; f; f = f->next)
 		if (strcmp(f->name, name) == 0)
-			return f;
+			goto found;
 	if (!create)
 		return NULL;
 	f = calloc(1, sizeof(*f));
@@ -49,6 +62,9 @@ static struct family *find_family(const char *name, bool create, enum tl_metric_
 	f->kind = kind;
 	*families_tail = f;
 	families_tail = &f->next;
+found:
+	hints[h].name = name;
+	hints[h].f = f;
 	return f;
 }
 
@@ -173,4 +189,5 @@ void tl_metrics_reset(void)
 		free(f);
 	}
 	families_tail = &families;
+	memset(hints, 0, sizeof(hints));
 }

@@ -178,6 +178,8 @@ uint8_t rd_byte(struct rd *r)
 
 /* ---- journal records ---- */
 
+static void flush_deferred(struct tl_loop *loop, void *userdata);
+
 
 void journal_raw(struct timeline *tl, const void *body, size_t len)
 {
@@ -186,8 +188,11 @@ void journal_raw(struct timeline *tl, const void *body, size_t len)
 	if (tl->replaying || !tl->journal)
 		return;
 	r = tl_journal_append(tl->journal, body, len);
+	/* Written once the loop is done with this iteration (a ring drain's
+	 * events in one write), or by a timer when appended outside one. */
 	if (r == 0 && !tl->store->flush_armed && tl_journal_pending(tl->journal) &&
-	    tl_timer_arm(tl->store->flush_timer, 1, 0) == 0)
+	    (tl_loop_defer(tl->store->loop, flush_deferred, tl->store) == 0 ||
+	     tl_timer_arm(tl->store->flush_timer, 1, 0) == 0))
 		tl->store->flush_armed = true;
 	if (r < 0) {
 		note_disk_error(tl);
@@ -878,6 +883,11 @@ static void flush_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unus
 	}
 }
 
+static void flush_deferred(struct tl_loop *loop, void *userdata)
+{
+	flush_cb(loop, NULL, userdata);
+}
+
 /* Each tick syncs journals for at most FSYNC_BUDGET_NS, resuming where
  * the last tick stopped: on a node with a hundred busy Pods, syncing every
  * journal in one tick blocked the loop for a hundred fdatasyncs. A journal
@@ -1091,6 +1101,7 @@ void tl_timelines_free(struct tl_timelines *t)
 	tl_timer_free(t->fsync_timer);
 	tl_timer_free(t->retention_timer);
 	tl_timer_free(t->flush_timer);
+	tl_loop_cancel_defer(t->loop, flush_deferred, t);
 	tl_jpool_free(t->jpool);
 	for (size_t i = 0; i < t->rec.n_probes; i++)
 		free(t->rec.probes[i]);

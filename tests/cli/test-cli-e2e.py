@@ -213,7 +213,15 @@ def main():
                 want = json.load(f)
             got = json.loads(cli("show", target, "-o", "json", kubeconfig=kc).stdout)
             assert got["pod"]["uid"] == pod["podUid"] and got["events"] == want["events"], n
-            assert ids_of(cli("explain", target, "-o", "json", kubeconfig=kc).stdout) == fl, n
+            got_ids = ids_of(cli("explain", target, "-o", "json", kubeconfig=kc).stdout)
+            if got_ids != fl:
+                st = dict(r for ld in loads for r in ld.results)
+                reqs = {e["requestId"]: (e["source"], e.get("direction"), e["status"], e.get("error"), e["time"])
+                        for e in want["events"] if e["type"] == "http.request"}
+                raise AssertionError(f"{n}: explain names {len(got_ids)} failed requests, the client saw {len(fl)} fail; "
+                                     f"only explain: {[(i, st.get(i), reqs.get(i)) for i in got_ids if i not in fl]}; "
+                                     f"only the client: {[(i, st.get(i), reqs.get(i)) for i in fl if i not in got_ids]}; "
+                                     f"the document's last event: {want['events'][-1]['time'] if want['events'] else None}")
             cli("check", target, kubeconfig=kc, rc=1)
         lst = json.loads(cli("list", "-n", NS, "-o", "json", kubeconfig=kc).stdout)["timelines"]
         assert sorted(t["name"] for t in lst) == sorted(p["name"] for p in pods), lst

@@ -225,6 +225,75 @@ START_TEST(loop_io)
 }
 END_TEST
 
+/* Deferred callbacks: after the iteration's callbacks, once each however
+ * often asked, in order, none outside a dispatch, a cancelled one never. */
+struct defer_state {
+	int order[8], n, reads;
+	bool cancel_b;
+};
+
+static void defer_a(struct tl_loop *loop _unused_, void *ud)
+{
+	struct defer_state *st = ud;
+
+	st->order[st->n++] = 1;
+}
+
+static void defer_b(struct tl_loop *loop _unused_, void *ud)
+{
+	struct defer_state *st = ud;
+
+	st->order[st->n++] = 2;
+}
+
+static int on_pipe_defer(struct tl_loop *loop, int fd, uint32_t events _unused_, void *ud)
+{
+	struct defer_state *st = ud;
+	char buf[16];
+
+	ck_assert_int_gt(read(fd, buf, sizeof(buf)), 0);
+	st->reads++;
+	/* nothing deferred has run yet in this iteration */
+	ck_assert_int_eq(st->n, 0);
+	ck_assert_int_eq(tl_loop_defer(loop, defer_a, st), 0);
+	ck_assert_int_eq(tl_loop_defer(loop, defer_b, st), 0);
+	ck_assert_int_eq(tl_loop_defer(loop, defer_a, st), 0);
+	if (st->cancel_b)
+		tl_loop_cancel_defer(loop, defer_b, st);
+	return 0;
+}
+
+START_TEST(loop_defer)
+{
+	struct tl_loop *loop;
+	struct defer_state st = { 0 };
+	int p[2];
+
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(tl_loop_new(&loop), 0);
+	ck_assert_int_eq(tl_loop_defer(loop, defer_a, &st), -EAGAIN);
+	ck_assert_int_eq(tl_loop_add_io(loop, p[0], EPOLLIN, on_pipe_defer, &st), 0);
+	ck_assert_int_eq(write(p[1], "x", 1), 1);
+	ck_assert_int_eq(tl_loop_run_once(loop, 1000), 1);
+	ck_assert_int_eq(st.reads, 1);
+	ck_assert_int_eq(st.n, 2);
+	ck_assert_int_eq(st.order[0], 1);
+	ck_assert_int_eq(st.order[1], 2);
+	/* an iteration with nothing to do runs nothing deferred */
+	ck_assert_int_eq(tl_loop_run_once(loop, 10), 0);
+	ck_assert_int_eq(st.n, 2);
+	st.n = 0;
+	st.cancel_b = true;
+	ck_assert_int_eq(write(p[1], "y", 1), 1);
+	ck_assert_int_eq(tl_loop_run_once(loop, 1000), 1);
+	ck_assert_int_eq(st.n, 1);
+	ck_assert_int_eq(st.order[0], 1);
+	tl_loop_free(loop);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
 /* ---- metrics ---- */
 
 START_TEST(metrics_render)
@@ -397,6 +466,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, loop_timer_periodic);
 	tcase_add_test(tc, loop_timer_free_inside_callback);
 	tcase_add_test(tc, loop_io);
+	tcase_add_test(tc, loop_defer);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("metrics");
 	tcase_add_test(tc, metrics_render);
