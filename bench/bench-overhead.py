@@ -52,6 +52,9 @@ http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d};
 """
 
 
+PIN = False
+
+
 def die(msg):
     print(f"bench-overhead: {msg}", file=sys.stderr)
     sys.exit(1)
@@ -91,7 +94,7 @@ def parse_latency(s):
 
 
 def run_wrk(port, seconds, conns, close_each):
-    cmd = ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "--latency",
+    cmd = (["taskset", "-c", "1"] if PIN else []) + ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "--latency",
            "-H", "x-request-id: bench-request-0123456789"]
     if close_each:
         cmd += ["-H", "Connection: close"]
@@ -237,7 +240,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=2, help="A B B A rounds (default 2)")
     ap.add_argument("--seconds", type=int, default=5, help="length of each wrk run (default 5)")
     ap.add_argument("--connections", type=int, default=16, help="wrk connections (default 16)")
+    ap.add_argument("--no-pin", action="store_true",
+                    help="let the scheduler place nginx and wrk (default: nginx on CPU 0, wrk on CPU 1)")
     args = ap.parse_args()
+    global PIN
+    PIN = not args.no_pin and os.cpu_count() and os.cpu_count() >= 2
     if os.geteuid() != 0:
         print("bench-overhead: needs root (BPF, cgroups)", file=sys.stderr)
         sys.exit(77)
@@ -255,6 +262,8 @@ def main():
         if m not in ("keep-alive", "close"):
             die(f"--mode {m}: not keep-alive or close")
 
+    # SIGTERM cleans up as Ctrl-C does (the finally clauses below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = tempfile.mkdtemp(prefix="termline-bench-overhead-")
     root = os.path.join(E.cgroup2_mount(), f"termline-bench-overhead-{os.getpid()}")
     park = os.path.join(root, "park")
@@ -264,7 +273,7 @@ def main():
     write(os.path.join(work, "www", "index.html"), "<html><body>termline bench</body></html>\n")
     args.port = E.free_port()
     write(os.path.join(work, "nginx.conf"), NGINX_CONF.format(d=work, port=args.port))
-    ng = subprocess.Popen(["nginx", "-c", os.path.join(work, "nginx.conf"), "-e", "/dev/null"],
+    ng = subprocess.Popen((["taskset", "-c", "0"] if PIN else []) + ["nginx", "-c", os.path.join(work, "nginx.conf"), "-e", "/dev/null"],
                           preexec_fn=lambda: write(os.path.join(park, "cgroup.procs"), str(os.getpid())))
     try:
         E.wait_for(lambda: subprocess.run(["wrk", "-t1", "-c1", "-d1s", f"http://127.0.0.1:{args.port}/index.html"],
@@ -290,13 +299,26 @@ def main():
 
                 def med(side, k):
                     return statistics.median(x[k] for x in side)
-                print(f"{scenario} {mode}: agent off {med(off, 'rps'):.0f} req/s, on {med(on, 'rps'):.0f} req/s "
-                      f"({100 * med(on, 'rps') / med(off, 'rps'):.1f} %); p99 {med(off, 'p99'):.3f} -> "
-                      f"{med(on, 'p99'):.3f} ms ({med(on, 'p99') - med(off, 'p99'):+.3f}); nginx CPU "
-                      f"{med(off, 'nginx_us'):.2f} -> {med(on, 'nginx_us'):.2f} us/req "
-                      f"({med(on, 'nginx_us') - med(off, 'nginx_us'):+.2f}); agent CPU {med(on, 'agent_us'):.3f} "
-                      f"us/req; captured {sum(x['captured'] for x in on):.0f} of {sum(x['reqs'] for x in on)} "
-                      f"requests; ring drops {sum(x['drops'] for x in on):.0f}", flush=True)
+
+                # Paired within each A B B A round: the machine's speed drifts
+                # between rounds more than the agent changes it.
+                def paired(k, ratio):
+                    per = []
+                    for r in range(args.rounds):
+                        a = off[2 * r][k] + off[2 * r + 1][k]
+                        b = on[2 * r][k] + on[2 * r + 1][k]
+                        per.append(b / a if ratio else (b - a) / 2)
+                    return statistics.median(per), min(per), max(per)
+                tp, tp_lo, tp_hi = paired("rps", True)
+                p99, _, _ = paired("p99", False)
+                cpu, cpu_lo, cpu_hi = paired("nginx_us", False)
+                print(f"{scenario} {mode}: throughput with the agent {100 * tp:.1f} % of without (rounds "
+                      f"{100 * tp_lo:.1f}-{100 * tp_hi:.1f} %; medians off {med(off, 'rps'):.0f}, on "
+                      f"{med(on, 'rps'):.0f} req/s); p99 {p99:+.3f} ms (off {med(off, 'p99'):.3f} ms); nginx CPU "
+                      f"{cpu:+.2f} us/req (rounds {cpu_lo:+.2f}..{cpu_hi:+.2f}; off {med(off, 'nginx_us'):.2f}); "
+                      f"agent CPU {med(on, 'agent_us'):.3f} us/req; captured {sum(x['captured'] for x in on):.0f} "
+                      f"of {sum(x['reqs'] for x in on)} requests; ring drops {sum(x['drops'] for x in on):.0f}",
+                      flush=True)
     finally:
         ng.send_signal(signal.SIGTERM)
         try:
