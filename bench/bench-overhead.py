@@ -26,8 +26,13 @@ it prints the medians of each side: requests/s and the ratio on/off, wrk's
 p99 latency and what the agent added, nginx's CPU per request (its
 cgroup's cpu.stat usage_usec) and what the agent added, the agent's CPU per
 request (all its threads, /proc/PID/task/*/schedstat, during the wrk run
-only), requests the agent captured (termline_http_kernel_requests_total)
-and ring-buffer drops. wrk runs in this process's cgroup, untracked."""
+only), the run time of its BPF programs per request (their run_time_ns in
+/proc/PID/fdinfo; kernel.bpf_stats_enabled is 1 while the bench runs: CPU
+the agent adds to nginx, wrk and the kernel, measured without the noise of
+throughput), requests the agent captured
+(termline_http_kernel_requests_total) and ring-buffer drops. Throughput
+and nginx CPU are paired within each A B B A round. wrk runs in this
+process's cgroup, untracked; nginx is pinned to CPU 0, wrk to CPU 1."""
 import argparse
 import os
 import shutil
@@ -84,6 +89,23 @@ def task_ns(pid):
         except (OSError, ValueError, IndexError):
             pass
     return total
+
+
+def bpf_run_ns(pid):
+    """(run_time_ns, run_cnt) summed over the BPF programs pid holds (each
+    once, by prog_id; counted while kernel.bpf_stats_enabled is 1)."""
+    seen, total, runs = set(), 0, 0
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as f:
+                kv = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        if "prog_id" in kv and "run_time_ns" in kv and kv["prog_id"] not in seen:
+            seen.add(kv["prog_id"])
+            total += int(kv["run_time_ns"])
+            runs += int(kv.get("run_cnt", 0))
+    return total, runs
 
 
 def parse_latency(s):
@@ -211,7 +233,7 @@ def one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_po
                     die("steady: the capture program is attached with no Pod in a window")
             time.sleep(0.5)
             kreq0, drop0 = agent.metric("termline_http_kernel_requests_total"), agent.metric("termline_http_ring_dropped")
-            a0 = task_ns(agent.proc.pid)
+            a0, b0 = task_ns(agent.proc.pid), bpf_run_ns(agent.proc.pid)
         else:
             steady_pod.enter(ng.pid)
         u0 = usage_usec(steady_pod.leaf if pod is None else pod.leaf)
@@ -220,6 +242,9 @@ def one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_po
         out = {"rps": rps, "reqs": reqs, "p99": p99, "nginx_us": (u1 - u0) / reqs}
         if agent:
             out["agent_us"] = (task_ns(agent.proc.pid) - a0) / 1000 / reqs
+            b1 = bpf_run_ns(agent.proc.pid)
+            out["bpf_us"] = (b1[0] - b0[0]) / 1000 / reqs
+            out["bpf_runs"] = (b1[1] - b0[1]) / reqs
             time.sleep(0.3)  # the agent's 10 ms ring poll and 1 s housekeeping
             out["captured"] = agent.metric("termline_http_kernel_requests_total") - kreq0
             out["drops"] = agent.metric("termline_http_ring_dropped") - drop0
@@ -262,6 +287,13 @@ def main():
         if m not in ("keep-alive", "close"):
             die(f"--mode {m}: not keep-alive or close")
 
+    # The programs' run time per request (BPF_STATS_RUN_TIME): the CPU the
+    # agent's kernel side adds, which the throughput's noise hides. Costs a
+    # few tens of ns per program run while on; restored at the end.
+    stats = "/proc/sys/kernel/bpf_stats_enabled"
+    with open(stats, encoding="ascii") as f:
+        stats_was = f.read().strip()
+    write(stats, "1")
     # SIGTERM cleans up as Ctrl-C does (the finally clauses below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = tempfile.mkdtemp(prefix="termline-bench-overhead-")
@@ -291,7 +323,9 @@ def main():
                         x = one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_pod)
                         runs[with_agent].append(x)
                         side = "on " if with_agent else "off"
-                        extra = (f", agent {x['agent_us']:.3f} us/req, captured {x['captured']:.0f}, "
+                        extra = (f", agent {x['agent_us']:.3f} us/req, its programs {x['bpf_us']:.3f} us/req "
+                                 f"in {x['bpf_runs']:.1f} runs, "
+                                 f"captured {x['captured']:.0f}, "
                                  f"drops {x['drops']:.0f}") if with_agent else ""
                         print(f"  {scenario:6s} {mode:10s} round {r} agent {side}: {x['rps']:.0f} req/s, "
                               f"p99 {x['p99']:.3f} ms, nginx {x['nginx_us']:.2f} us/req{extra}", flush=True)
@@ -316,10 +350,12 @@ def main():
                       f"{100 * tp_lo:.1f}-{100 * tp_hi:.1f} %; medians off {med(off, 'rps'):.0f}, on "
                       f"{med(on, 'rps'):.0f} req/s); p99 {p99:+.3f} ms (off {med(off, 'p99'):.3f} ms); nginx CPU "
                       f"{cpu:+.2f} us/req (rounds {cpu_lo:+.2f}..{cpu_hi:+.2f}; off {med(off, 'nginx_us'):.2f}); "
-                      f"agent CPU {med(on, 'agent_us'):.3f} us/req; captured {sum(x['captured'] for x in on):.0f} "
+                      f"agent CPU {med(on, 'agent_us'):.3f} us/req, its BPF programs' run time {med(on, 'bpf_us'):.3f} "
+                      f"us/req in {med(on, 'bpf_runs'):.1f} runs; captured {sum(x['captured'] for x in on):.0f} "
                       f"of {sum(x['reqs'] for x in on)} requests; ring drops {sum(x['drops'] for x in on):.0f}",
                       flush=True)
     finally:
+        write(stats, stats_was)
         ng.send_signal(signal.SIGTERM)
         try:
             ng.wait(10)

@@ -119,8 +119,9 @@ static __always_inline int handle_set_state(const struct sock *sk, int oldstate,
 	__u16 kind;
 	__u64 cgid;
 
-	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
-		return 0;
+	/* The states first: every TCP connection passes here ~10 times on
+	 * each end, and most transitions are none of these (no helper call
+	 * for them). */
 	if (newstate == TCP_LISTEN)
 		kind = TL_EV_LISTEN;
 	/* A child socket is cloned from its listener with sk_state LISTEN and
@@ -131,6 +132,8 @@ static __always_inline int handle_set_state(const struct sock *sk, int oldstate,
 	else if (oldstate == TCP_ESTABLISHED)
 		kind = 0;
 	else
+		return 0;
+	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
 	cgid = sock_cgroup(sk, &flags);
 	if (!tl_cgroup_tracked(cgid))
