@@ -142,7 +142,23 @@ int replay_frame(void *userdata, const uint8_t *body, size_t len)
 		if (r.bad || ctr > tl->s.n_ctrs || a.kind >= TL_KIND_MAX || a.source >= TL_SRC_MAX)
 			goto bad;
 		a.ctr = ctr ? (uint16_t)(ctr - 1) : NO_CTR;
+		a.j_count = a.count;
+		a.j_failed = a.failed;
+		a.j_interval_ms = a.interval_ms;
 		return new_agg(tl, &a, &na);
+	}
+	case FR_AGG_SET: {
+		uint64_t i = rd_u(&r), count = rd_u(&r), failed = rd_u(&r);
+		int64_t interval_ms = rd_i(&r);
+		struct agg *a;
+
+		if (r.bad || i >= tl->s.n_aggs || failed > count || interval_ms < 0)
+			goto bad;
+		a = &tl->s.aggs[i];
+		a->count = a->j_count = count;
+		a->failed = a->j_failed = failed;
+		a->interval_ms = a->j_interval_ms = interval_ms;
+		return 0;
 	}
 	case FR_META: {
 		struct json_tokener *tok = json_tokener_new();

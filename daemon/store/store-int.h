@@ -139,6 +139,11 @@ struct agg {
 	int64_t bucket_ns;
 	int64_t interval_ms;
 	uint64_t count, failed;
+	/* what the journal says of it (FR_AGG, FR_AGG_SET): a folded event
+	 * is not journaled; the changed entries are, once per loop
+	 * iteration (journal_aggs) */
+	uint64_t j_count, j_failed;
+	int64_t j_interval_ms;
 	uint16_t ctr;
 	uint8_t source;
 	uint8_t kind; /* the folded kind */
@@ -271,7 +276,8 @@ enum {
 	FR_CTR = 'C',    /* the next container table entry */
 	FR_EVENT = 'E',  /* an event, through admission on replay */
 	FR_RAW = 'R',    /* a kept event, as is (compaction) */
-	FR_AGG = 'A',    /* an aggregate entry (compaction) */
+	FR_AGG = 'A',    /* an aggregate entry: made (or compaction) */
+	FR_AGG_SET = 'D', /* an aggregate entry's counts now, by index */
 	FR_META = 'M',   /* Pod metadata, JSON (tl_pod_meta_to_json) */
 	FR_LOSS = 'L',
 	FR_GONE = 'G',   /* the Pod is gone (no pod.deleted seen) */
@@ -325,6 +331,7 @@ struct timeline {
 	struct tl_state s;
 	size_t recent[AGG_RECENT]; /* agg indices, a ring */
 	size_t n_recent;
+	bool aggs_dirty; /* an entry changed since journal_aggs() */
 	struct loss loss_journaled;
 	bool deleted;
 	int64_t deleted_ns;
@@ -450,6 +457,7 @@ void journal_raw(struct timeline *tl, const void *body, size_t len);
 void journal_defs(struct timeline *tl);
 void journal_frame(struct timeline *tl, const struct frame *f);
 void journal_loss(struct timeline *tl);
+void journal_aggs(struct timeline *tl);
 void timeline_free(struct timeline *tl);
 struct timeline *timeline_alloc(struct tl_timelines *t, const char *uid);
 void timeline_unlink(struct timeline *tl);

@@ -181,6 +181,15 @@ uint8_t rd_byte(struct rd *r)
 static void flush_deferred(struct tl_loop *loop, void *userdata);
 
 
+/* The journals are written once the loop is done with this iteration (a
+ * ring drain's events in one write), or by a timer when asked outside one. */
+static void arm_flush(struct tl_timelines *t)
+{
+	if (!t->flush_armed && (tl_loop_defer(t->loop, flush_deferred, t) == 0 ||
+				tl_timer_arm(t->flush_timer, 1, 0) == 0))
+		t->flush_armed = true;
+}
+
 void journal_raw(struct timeline *tl, const void *body, size_t len)
 {
 	int r;
@@ -188,12 +197,8 @@ void journal_raw(struct timeline *tl, const void *body, size_t len)
 	if (tl->replaying || !tl->journal)
 		return;
 	r = tl_journal_append(tl->journal, body, len);
-	/* Written once the loop is done with this iteration (a ring drain's
-	 * events in one write), or by a timer when appended outside one. */
-	if (r == 0 && !tl->store->flush_armed && tl_journal_pending(tl->journal) &&
-	    (tl_loop_defer(tl->store->loop, flush_deferred, tl->store) == 0 ||
-	     tl_timer_arm(tl->store->flush_timer, 1, 0) == 0))
-		tl->store->flush_armed = true;
+	if (r == 0 && tl_journal_pending(tl->journal))
+		arm_flush(tl->store);
 	if (r < 0) {
 		note_disk_error(tl);
 		if (!tl->write_warned) {
@@ -271,6 +276,59 @@ void journal_loss(struct timeline *tl)
 	tl->loss_journaled = l;
 	loss_frame(&l, &f);
 	journal_frame(tl, &f);
+}
+
+static void agg_frame(const struct agg *a, struct frame *f)
+{
+	fr_start(f, FR_AGG);
+	fr_i(f, a->bucket_ns);
+	fr_i(f, a->interval_ms);
+	fr_u(f, a->count);
+	fr_u(f, a->failed);
+	fr_u(f, a->ctr == NO_CTR ? 0 : (uint64_t)a->ctr + 1);
+	fr_byte(f, a->source);
+	fr_byte(f, a->kind);
+}
+
+static void agg_journaled(struct agg *a)
+{
+	a->j_count = a->count;
+	a->j_failed = a->failed;
+	a->j_interval_ms = a->interval_ms;
+}
+
+/* Aggregate entry i's counts, when they changed since the journal last
+ * said them. */
+static void journal_agg_set(struct timeline *tl, size_t i)
+{
+	struct agg *a = &tl->s.aggs[i];
+	struct frame f;
+
+	if (a->count == a->j_count && a->failed == a->j_failed && a->interval_ms == a->j_interval_ms)
+		return;
+	agg_journaled(a);
+	fr_start(&f, FR_AGG_SET);
+	fr_u(&f, i);
+	fr_u(&f, a->count);
+	fr_u(&f, a->failed);
+	fr_i(&f, a->interval_ms);
+	journal_frame(tl, &f);
+}
+
+/* Events folded past the cap are not journaled one by one: the entries
+ * they changed are, with their counts, once per loop iteration, and the
+ * loss that counts them. Only the recent entries take events; one that
+ * leaves them is journaled as it leaves (new_agg). */
+void journal_aggs(struct timeline *tl)
+{
+	size_t have = tl->n_recent < AGG_RECENT ? tl->n_recent : AGG_RECENT;
+
+	tl->aggs_dirty = false;
+	if (tl->replaying || !tl->journal)
+		return;
+	for (size_t k = 0; k < have; k++)
+		journal_agg_set(tl, tl->recent[(tl->n_recent - 1 - k) % AGG_RECENT]);
+	journal_loss(tl);
 }
 
 /* The Pod-metadata frame: its JSON through the one encoder (pod-meta.c),
@@ -502,6 +560,10 @@ int new_agg(struct timeline *tl, const struct agg *a, struct agg **ret)
 		s->aggs = n;
 		s->cap_aggs = ncap;
 	}
+	/* The entry leaving the recent ones takes no more events: what the
+	 * journal does not say of it yet, it says now. */
+	if (!tl->replaying && tl->n_recent >= AGG_RECENT)
+		journal_agg_set(tl, tl->recent[tl->n_recent % AGG_RECENT]);
 	if (insert_ref(s, a->bucket_ns, AGG_REF | (uint32_t)s->n_aggs) < 0)
 		return -ENOMEM;
 	s->aggs[s->n_aggs] = *a;
@@ -547,15 +609,29 @@ static int aggregate(struct timeline *tl, int64_t t, const struct rec_hdr *h, bo
 	if (!a) {
 		struct agg n = { .bucket_ns = bucket, .interval_ms = AGG_INTERVAL_NS / 1000000,
 				 .ctr = h->ctr, .source = h->source, .kind = h->kind };
+		struct frame f;
 
 		if (tl->s.n >= hard)
 			return 0;
 		if (new_agg(tl, &n, &a) < 0)
 			return -ENOMEM;
+		a->count = 1;
+		a->failed = failed;
+		/* A new entry is journaled as it is made, in the order of the
+		 * frames around it (a replay makes the same entries at the
+		 * same indices); its later counts by journal_aggs(). */
+		agg_journaled(a);
+		agg_frame(a, &f);
+		journal_frame(tl, &f);
+		return 1;
 	}
 	a->count++;
 	if (failed)
 		a->failed++;
+	if (!tl->replaying) {
+		tl->aggs_dirty = true;
+		arm_flush(tl->store);
+	}
 	return 1;
 }
 
@@ -598,7 +674,8 @@ static bool http_failed(const struct tl_event *ev)
 	return status == 0 || status >= 500;
 }
 
-/* 1 when kept or folded (journal it), 0 when a duplicate or dropped.
+/* 1 when kept (journal it), 2 when folded into an aggregate entry (which
+ * the store journals itself), 0 when a duplicate or dropped.
  * Before termination: up to max_events everything is kept; past it API
  * lifecycle facts (rare) are kept up to 2 x max_events and everything else,
  * kernel lifecycle events included, is folded per second. From termination
@@ -641,10 +718,12 @@ int timeline_admit(struct timeline *tl, const struct tl_event *ev, const struct 
 		r = aggregate(tl, ev->time_ns, h, http_failed(ev), base + hard);
 		if (r < 0)
 			return r;
-		if (r > 0)
+		if (r > 0) {
 			tl->s.loss.aggregated++;
-		else
+			r = 2;
+		} else {
 			tl->s.loss.dropped++;
+		}
 	}
 	if (r > 0 && !tl->deleted && tl_kind_has(ev->kind, TL_KF_ENDS_POD) &&
 	    /* Without the API server (--no-api) the removal of the Pod's last
@@ -805,20 +884,15 @@ static int state_frames(struct timeline *tl, struct tl_buf *out)
 		struct rec_hdr h;
 		const uint8_t *payload = rec_at(s, i, &h);
 
-		if (payload) {
-			event_frame(&f, FR_RAW, s->ev[i].time_ns, &h, payload);
-		} else {
-			const struct agg *a = &s->aggs[s->ev[i].ref & ~AGG_REF];
-
-			fr_start(&f, FR_AGG);
-			fr_i(&f, a->bucket_ns);
-			fr_i(&f, a->interval_ms);
-			fr_u(&f, a->count);
-			fr_u(&f, a->failed);
-			fr_u(&f, a->ctr == NO_CTR ? 0 : (uint64_t)a->ctr + 1);
-			fr_byte(&f, a->source);
-			fr_byte(&f, a->kind);
-		}
+		if (!payload)
+			continue;
+		event_frame(&f, FR_RAW, s->ev[i].time_ns, &h, payload);
+		tl_journal_frame(out, f.b, f.n);
+	}
+	/* In index order: later FR_AGG_SET frames name them by index (a
+	 * replay puts each at its time all the same). */
+	for (size_t i = 0; i < s->n_aggs; i++) {
+		agg_frame(&s->aggs[i], &f);
 		tl_journal_frame(out, f.b, f.n);
 	}
 	fr_start(&f, FR_TERM);
@@ -848,6 +922,9 @@ void compact(struct timeline *tl)
 		tl->j_strings = tl_strtab_count(tl->s.strs);
 		tl->j_ctrs = tl->s.n_ctrs;
 		tl->loss_journaled = tl->s.loss;
+		for (size_t i = 0; i < tl->s.n_aggs; i++)
+			agg_journaled(&tl->s.aggs[i]);
+		tl->aggs_dirty = false;
 		tl->compact_at = 2 * (uint64_t)b.len > COMPACT_MIN_BYTES ? 2 * (uint64_t)b.len
 									: COMPACT_MIN_BYTES;
 	} else {
@@ -869,6 +946,8 @@ static void flush_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unus
 		for (struct timeline *tl = t->buckets[b]; tl; tl = tl->hnext) {
 			int r;
 
+			if (tl->aggs_dirty)
+				journal_aggs(tl);
 			if (!tl_journal_pending(tl->journal))
 				continue;
 			r = tl_journal_flush(tl->journal);
@@ -1065,6 +1144,8 @@ int tl_timelines_flush(struct tl_timelines *t)
 		for (struct timeline *tl = t->buckets[b]; tl; tl = tl->hnext) {
 			int q;
 
+			if (tl->aggs_dirty)
+				journal_aggs(tl);
 			journal_loss(tl);
 			q = tl_journal_sync(tl->journal);
 			if (q < 0) {
@@ -1173,8 +1254,8 @@ int tl_timelines_add(struct tl_timelines *t, const struct tl_event *ev)
 		return 0;
 	}
 	r = timeline_admit(tl, ev, &h, payload);
-	if (r <= 0)
-		return r;
+	if (r <= 0 || r == 2)
+		return r < 0 ? r : 0;
 	event_frame(&f, FR_EVENT, ev->time_ns, &h, payload);
 	journal_frame(tl, &f);
 	return 0;

@@ -1773,6 +1773,70 @@ START_TEST(test_journal_compacted_over_a_long_life)
 }
 END_TEST
 
+/* Events folded past the cap are not journaled one by one: the aggregate
+ * entries are, as they are made and with their counts once per loop
+ * iteration (or as they leave the recent ones: 40 seconds here, more than
+ * the 32 entries taking events). A replay gives the same document. */
+START_TEST(test_journal_folded_as_aggregates)
+{
+	struct fx f;
+	char jpath[PATH_MAX];
+	struct json_object *doc, *again;
+	int64_t t0 = (tl_now_real_ns() / SCN_S - 1000) * SCN_S;
+	int64_t folded = 0;
+	size_t n_agg = 0;
+
+	/* a cap of 50: the execs and 40 requests kept, the rest folded */
+	fx_init(&f, 30, 50);
+	set_meta(f.t, "shop", "flood", UID_A);
+	PATHF(jpath, "%s/journal/%s.tlj", f.dir, UID_A);
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(scn_add(f.t, UID_A, "process.exec", t0 + i), 0);
+	/* 20,000 requests over 40 s, past the cap: ~1 MB as event frames */
+	for (int i = 0; i < 20000; i++)
+		ck_assert_int_eq(scn_add(f.t, UID_A, "http.request", t0 + SCN_S + (int64_t)i * 2000000LL), 0);
+	ck_assert_int_eq(tl_timelines_flush(f.t), 0);
+	ck_assert_uint_lt(file_size(jpath), 16 * 1024);
+	doc = get_doc(f.t, "shop", "flood", NULL);
+	ck_assert_int_eq(jint(doc, "loss.eventsAggregated"), 19960);
+	for (size_t i = 0; i < jlen(doc, "events"); i++) {
+		char k[64];
+
+		snprintf(k, sizeof(k), "events.%zu.type", i);
+		if (strcmp(jstr(doc, k), "events.aggregated") != 0)
+			continue;
+		snprintf(k, sizeof(k), "events.%zu.count", i);
+		folded += jint(doc, k);
+		n_agg++;
+	}
+	ck_assert_int_eq(folded, 19960);
+	ck_assert_uint_ge(n_agg, 39); /* one per second */
+	ck_assert_uint_eq(jlen(doc, "events"), 50 + n_agg);
+
+	/* more into the last entries, then a restart: the counts since the
+	 * last flush are written as the store stops */
+	for (int i = 0; i < 500; i++)
+		ck_assert_int_eq(scn_add(f.t, UID_A, "http.request", t0 + 40 * SCN_S + (int64_t)i * 1000000LL), 0);
+	json_object_put(doc);
+	doc = get_doc(f.t, "shop", "flood", NULL);
+	tl_timelines_free(f.t);
+	fx_store(&f);
+	again = get_doc(f.t, "shop", "flood", NULL);
+	ck_assert_int_eq(jint(again, "loss.eventsAggregated"), 20460);
+	ck_assert_uint_eq(jlen(again, "events"), jlen(doc, "events"));
+	for (size_t i = 0; i < jlen(doc, "events"); i++) {
+		char k[64];
+
+		snprintf(k, sizeof(k), "events.%zu", i);
+		ck_assert_msg(json_object_equal(jget(doc, k), jget(again, k)), "event %zu differs: %s vs %s", i,
+			      json_object_to_json_string(jget(doc, k)), json_object_to_json_string(jget(again, k)));
+	}
+	json_object_put(doc);
+	json_object_put(again);
+	fx_done(&f);
+}
+END_TEST
+
 /* Item 9: a document is served from a snapshot in chunks: what a reader
  * gets does not change while the timeline goes on or closes, at most 16
  * readers exist at once, and the stream equals the whole document. */
@@ -1840,6 +1904,7 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_retention_nothing_closed);
 	tcase_add_test(tc, test_open_timelines_capped);
 	tcase_add_test(tc, test_journal_compacted_over_a_long_life);
+	tcase_add_test(tc, test_journal_folded_as_aggregates);
 	tcase_add_test(tc, test_doc_readers_bounded_and_stable);
 	tcase_add_test(tc, test_journal_unreadable_records_counted);
 	tcase_add_test(tc, test_journal_previous_meta_record);
