@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
 #include "attribution.h"
 
 struct ip_expiry {
@@ -57,8 +58,8 @@ void tl_attr_cgroup_removed(struct tl_attr *a, const struct tl_cgroup_info *info
 
 	t->cgroup_id = info->cgroup_id;
 	t->removed_ns = now_ns;
-	snprintf(t->pod_uid, sizeof(t->pod_uid), "%s", info->parsed.pod_uid);
-	snprintf(t->container_id, sizeof(t->container_id), "%s", info->parsed.container_id);
+	tl_copy_str(t->pod_uid, sizeof(t->pod_uid), info->parsed.pod_uid);
+	tl_copy_str(t->container_id, sizeof(t->container_id), info->parsed.container_id);
 }
 
 /* Resets of refused connections have no socket, so no cgroup: the only
@@ -87,7 +88,7 @@ static void attribute_by_ip(struct tl_attr *a, struct tl_event *ev)
 			continue;
 		uid = a->ops.pod_by_ip(a->ops.ud, ip);
 		if (uid)
-			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", uid);
+			tl_copy_str(ev->pod_uid, sizeof(ev->pod_uid), uid);
 	}
 }
 
@@ -99,15 +100,15 @@ void tl_attr_event(struct tl_attr *a, struct tl_event *ev, int64_t now_ns)
 		const struct tl_attr_tombstone *t;
 
 		if (info && info->parsed.pod_uid[0]) {
-			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", info->parsed.pod_uid);
+			tl_copy_str(ev->pod_uid, sizeof(ev->pod_uid), info->parsed.pod_uid);
 			snprintf(ev->container_id, sizeof(ev->container_id), "%s",
 				 info->parsed.container_id);
 			/* The pause container has no name in the Pod spec. */
 			if (info->parsed.kind == TL_CGROUP_SANDBOX)
 				ev->flags |= TL_EF_SANDBOX;
 		} else if ((t = tl_attr_find_tombstone(a, ev->cgroup_id, now_ns))) {
-			snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", t->pod_uid);
-			snprintf(ev->container_id, sizeof(ev->container_id), "%s", t->container_id);
+			tl_copy_str(ev->pod_uid, sizeof(ev->pod_uid), t->pod_uid);
+			tl_copy_str(ev->container_id, sizeof(ev->container_id), t->container_id);
 		}
 	}
 	if (!ev->pod_uid[0])
@@ -116,7 +117,7 @@ void tl_attr_event(struct tl_attr *a, struct tl_event *ev, int64_t now_ns)
 		const char *name = a->ops.container_name(a->ops.ud, ev->container_id);
 
 		if (name)
-			snprintf(ev->container, sizeof(ev->container), "%s", name);
+			tl_copy_str(ev->container, sizeof(ev->container), name);
 	}
 }
 
@@ -139,8 +140,8 @@ void tl_attr_ip_expire_at(struct tl_attr *a, const char *ip, const char *uid, in
 	/* All slots busy: the soonest-due one goes now. */
 	if (slot->ip[0] && strcmp(slot->ip, ip) != 0 && a->ops.untrack_ip)
 		a->ops.untrack_ip(a->ops.ud, slot->ip);
-	snprintf(slot->ip, sizeof(slot->ip), "%s", ip);
-	snprintf(slot->uid, sizeof(slot->uid), "%s", uid ? uid : "");
+	tl_copy_str(slot->ip, sizeof(slot->ip), ip);
+	tl_copy_str(slot->uid, sizeof(slot->uid), uid ? uid : "");
 	slot->at_ns = at_ns;
 }
 

@@ -142,8 +142,8 @@ int tl_capture_log_event(const struct tl_pod_log_source *src, const struct tl_ac
 	r = tl_event_init_kind(ev, TL_KIND_HTTP_REQUEST, TL_SRC_LOG, start);
 	if (r < 0)
 		return r;
-	snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", src->uid);
-	snprintf(ev->container, sizeof(ev->container), "%s", src->container);
+	tl_copy_str(ev->pod_uid, sizeof(ev->pod_uid), src->uid);
+	tl_copy_str(ev->container, sizeof(ev->container), src->container);
 	r = set_common(ev, rec->request_id, rec->method, rec->path, rec->status, start,
 		       rec->duration_ms, dir);
 	/* The contract writes Envoy's "-" for no flags. */
@@ -280,7 +280,7 @@ static void join_kernel(struct tl_capture *c, const char *uid, const struct tl_a
 	 * look at the cgroup: the container id comes from here. */
 	g = find_cg(c, best->x.cgroup_id);
 	if (g)
-		snprintf(ev->container_id, sizeof(ev->container_id), "%s", g->container_id);
+		tl_copy_str(ev->container_id, sizeof(ev->container_id), g->container_id);
 	if (tl_event_set_i(ev, TL_F_HTTP_START, best->start_ns) < 0 ||
 	    tl_event_set_i(ev, TL_F_HTTP_DURATION_MS, (best->end_ns - best->start_ns) / 1000000) < 0 ||
 	    tl_event_set_str(ev, "alsoSeenBy", "kernel") < 0)
@@ -388,7 +388,7 @@ static void on_exchange(void *ud, const struct tl_http_exchange *x)
 			struct preroll *p = &c->pre[c->pre_next];
 
 			p->x = *x;
-			snprintf(p->uid, sizeof(p->uid), "%s", uid);
+			tl_copy_str(p->uid, sizeof(p->uid), uid);
 			p->start_ns = start;
 			p->end_ns = end;
 			c->pre_next = (c->pre_next + 1) % PREROLL_MAX;
@@ -414,7 +414,7 @@ static void on_exchange(void *ud, const struct tl_http_exchange *x)
 	}
 	h = &c->held[(c->held_head + c->n_held++) % MAX_HELD];
 	h->x = *x;
-	snprintf(h->uid, sizeof(h->uid), "%s", uid);
+	tl_copy_str(h->uid, sizeof(h->uid), uid);
 	h->start_ns = start;
 	h->end_ns = end;
 	h->held_at = tl_now_boot_ns();
@@ -509,7 +509,7 @@ static void emit_window(struct tl_capture *c, const struct window *w, bool open)
 
 	if (tl_event_init_kind(&ev, TL_KIND_HTTP_CAPTURE, TL_SRC_KERNEL, tl_now_real_ns()) < 0)
 		return;
-	snprintf(ev.pod_uid, sizeof(ev.pod_uid), "%s", w->uid);
+	tl_copy_str(ev.pod_uid, sizeof(ev.pod_uid), w->uid);
 	if (tl_event_set_s(&ev, TL_F_CAPTURE_STATE, state, strlen(state)) < 0 ||
 	    tl_event_set_s(&ev, TL_F_CAPTURE_WINDOW, kind, strlen(kind)) < 0) {
 		tl_event_clear(&ev);
@@ -559,7 +559,7 @@ static void open_window(struct tl_capture *c, const char *uid, bool terminating,
 		}
 		w = &c->win[c->n_win++];
 		memset(w, 0, sizeof(*w));
-		snprintf(w->uid, sizeof(w->uid), "%s", uid);
+		tl_copy_str(w->uid, sizeof(w->uid), uid);
 		w->until_ns = until_ns;
 		w->terminating = terminating;
 		changed = true;
@@ -642,8 +642,8 @@ void tl_capture_cgroup_added(struct tl_capture *c, uint64_t cgroup_id, const cha
 		g->id = cgroup_id;
 		cg_link(c, i);
 	}
-	snprintf(g->uid, sizeof(g->uid), "%s", pod_uid);
-	snprintf(g->container_id, sizeof(g->container_id), "%s", container_id ? container_id : "");
+	tl_copy_str(g->uid, sizeof(g->uid), pod_uid);
+	tl_copy_str(g->container_id, sizeof(g->container_id), container_id ? container_id : "");
 	if (opening && !find_window(c, pod_uid))
 		open_window(c, pod_uid, false,
 			    tl_now_real_ns() + (int64_t)c->cfg.start_max_s * 1000000000LL);
