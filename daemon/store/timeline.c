@@ -623,6 +623,11 @@ static int aggregate(struct timeline *tl, int64_t t, const struct rec_hdr *h, bo
 		agg_journaled(a);
 		agg_frame(a, &f);
 		journal_frame(tl, &f);
+		/* the loss that counts it, with this iteration's entries */
+		if (!tl->replaying) {
+			tl->aggs_dirty = true;
+			arm_flush(tl->store);
+		}
 		return 1;
 	}
 	a->count++;
