@@ -180,7 +180,6 @@ uint8_t rd_byte(struct rd *r)
 
 static void flush_deferred(struct tl_loop *loop, void *userdata);
 
-
 /* The journals are written once the loop is done with this iteration (a
  * ring drain's events in one write), or by a timer when asked outside one. */
 static void arm_flush(struct tl_timelines *t)
