@@ -118,16 +118,7 @@ class PodCgroups:
         top = os.path.join(self.root, "kubepods")
         if not os.path.isdir(top):
             return
-        dirs = [d for d, _, _ in os.walk(top, topdown=False)]
-        for d in dirs:
-            for _ in range(100):
-                try:
-                    os.rmdir(d)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
+        E.remove_dirs([d for d, _, _ in os.walk(top, topdown=False)], wait=5)
 
 
 def start_plain_agent(work, root, d, name):

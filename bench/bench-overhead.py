@@ -156,15 +156,7 @@ class Pod:
                     write(os.path.join(park, "cgroup.procs"), pid)
         except OSError:
             pass
-        for d in (self.leaf, self.pod):
-            for _ in range(100):
-                try:
-                    os.rmdir(d)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
+        E.remove_dirs((self.leaf, self.pod), wait=5)
 
 
 class Agent:
@@ -363,11 +355,7 @@ def main():
             ng.kill()
             ng.wait()
         steady_pod.remove(park)
-        for d in (park, os.path.join(root, "kubepods", "besteffort"), os.path.join(root, "kubepods"), root):
-            try:
-                os.rmdir(d)
-            except OSError:
-                pass
+        E.remove_dirs((park, os.path.join(root, "kubepods", "besteffort"), os.path.join(root, "kubepods"), root))
         shutil.rmtree(work, ignore_errors=True)
 
 

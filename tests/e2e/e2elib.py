@@ -36,6 +36,24 @@ def cgroup2_mount():
     raise AssertionError("no cgroup2 mount in /proc/self/mountinfo")
 
 
+def remove_dirs(paths, wait=0.0):
+    """rmdir each path in order (children before parents; a cgroup's control
+    files go with it). One that is gone is fine; one still busy is retried
+    for up to wait seconds (a cgroup's last tasks being released), then left."""
+    for d in paths:
+        end = time.monotonic() + wait
+        while True:
+            try:
+                os.rmdir(d)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                if time.monotonic() >= end:
+                    break
+                time.sleep(0.05)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

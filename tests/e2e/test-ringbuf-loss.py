@@ -68,12 +68,8 @@ def main():
         return 0
     finally:
         agent.stop(signal.SIGKILL)
-        for d in (leaf, os.path.dirname(leaf), os.path.dirname(os.path.dirname(leaf)),
-                  os.path.join(root, "kubepods.slice"), root):
-            try:
-                os.rmdir(d)
-            except OSError:
-                pass
+        E.remove_dirs((leaf, os.path.dirname(leaf), os.path.dirname(os.path.dirname(leaf)),
+                       os.path.join(root, "kubepods.slice"), root))
         shutil.rmtree(work, ignore_errors=True)
 
 

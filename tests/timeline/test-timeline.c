@@ -306,14 +306,44 @@ START_TEST(test_order_and_dedupe)
 }
 END_TEST
 
+/* The events.aggregated entries of doc: how many, and the events they
+ * count (all of them, and the failed ones), each of kind type when given. */
+struct folds {
+	size_t entries;
+	int64_t count, failed;
+};
+
+static struct folds sum_folds(struct json_object *doc, const char *type)
+{
+	struct folds r = { 0 };
+
+	for (size_t i = 0; i < jlen(doc, "events"); i++) {
+		char k[64];
+
+		snprintf(k, sizeof(k), "events.%zu.type", i);
+		if (strcmp(jstr(doc, k), "events.aggregated") != 0)
+			continue;
+		r.entries++;
+		snprintf(k, sizeof(k), "events.%zu.count", i);
+		r.count += jint(doc, k);
+		snprintf(k, sizeof(k), "events.%zu.failed", i);
+		if (jget(doc, k)) /* requests only */
+			r.failed += jint(doc, k);
+		if (type) {
+			snprintf(k, sizeof(k), "events.%zu.aggregatedType", i);
+			ck_assert_str_eq(jstr(doc, k), type);
+		}
+	}
+	return r;
+}
+
 START_TEST(test_cap_aggregates_and_counts_loss)
 {
 	struct fx f;
 	struct json_object *doc;
 	/* Whole second, so that the requests below fill exactly two buckets. */
 	int64_t t0 = (tl_now_real_ns() / SCN_S - 100) * SCN_S;
-	int64_t aggregated = 0, failed = 0;
-	size_t n_agg = 0;
+	struct folds folds;
 
 	fx_init(&f, 30, 10);
 	set_meta(f.t, "shop", "web-2", UID_B);
@@ -329,23 +359,10 @@ START_TEST(test_cap_aggregates_and_counts_loss)
 	ck_assert(!jbool(doc, "complete"));
 	ck_assert_int_eq(jint(doc, "loss.eventsAggregated"), 50);
 	ck_assert_int_eq(jint(doc, "loss.eventsDropped"), 0);
-	for (size_t i = 0; i < jlen(doc, "events"); i++) {
-		char k[64];
-
-		snprintf(k, sizeof(k), "events.%zu.type", i);
-		if (strcmp(jstr(doc, k), "events.aggregated") != 0)
-			continue;
-		n_agg++;
-		snprintf(k, sizeof(k), "events.%zu.count", i);
-		aggregated += jint(doc, k);
-		snprintf(k, sizeof(k), "events.%zu.failed", i);
-		failed += jint(doc, k);
-		snprintf(k, sizeof(k), "events.%zu.aggregatedType", i);
-		ck_assert_str_eq(jstr(doc, k), "http.request");
-	}
-	ck_assert_uint_eq(n_agg, 2); /* one per second */
-	ck_assert_int_eq(aggregated, 50);
-	ck_assert_int_eq(failed, 50);
+	folds = sum_folds(doc, "http.request");
+	ck_assert_uint_eq(folds.entries, 2); /* one per second */
+	ck_assert_int_eq(folds.count, 50);
+	ck_assert_int_eq(folds.failed, 50);
 	ck_assert_uint_eq(jlen(doc, "events"), 10 + 2 + 2);
 	validate_doc(&f, doc, "capped.json");
 	json_object_put(doc);
@@ -385,7 +402,6 @@ START_TEST(test_termination_kept_after_long_life)
 		"endpoint.condition",     "endpoint.removed", "pod.deleted",
 	};
 	size_t n_term = sizeof(termination) / sizeof(termination[0]);
-	int64_t folded = 0;
 
 	fx_init(&f, 30, 10);
 	set_meta(f.t, "shop", "web-3", UID_B);
@@ -406,16 +422,7 @@ START_TEST(test_termination_kept_after_long_life)
 		snprintf(k, sizeof(k), "events.%zu.type", jlen(doc, "events") - n_term + i);
 		ck_assert_str_eq(jstr(doc, k), termination[i]);
 	}
-	for (size_t i = 0; i < jlen(doc, "events"); i++) {
-		char k[64];
-
-		snprintf(k, sizeof(k), "events.%zu.type", i);
-		if (strcmp(jstr(doc, k), "events.aggregated") != 0)
-			continue;
-		snprintf(k, sizeof(k), "events.%zu.count", i);
-		folded += jint(doc, k);
-	}
-	ck_assert_int_eq(folded, 290);
+	ck_assert_int_eq(sum_folds(doc, NULL).count, 290);
 	validate_doc(&f, doc, "long-life.json");
 	json_object_put(doc);
 	fx_done(&f);
@@ -1783,8 +1790,7 @@ START_TEST(test_journal_folded_as_aggregates)
 	char jpath[PATH_MAX];
 	struct json_object *doc, *again;
 	int64_t t0 = (tl_now_real_ns() / SCN_S - 1000) * SCN_S;
-	int64_t folded = 0;
-	size_t n_agg = 0;
+	struct folds folds;
 
 	/* a cap of 50: the execs and 40 requests kept, the rest folded */
 	fx_init(&f, 30, 50);
@@ -1792,26 +1798,18 @@ START_TEST(test_journal_folded_as_aggregates)
 	PATHF(jpath, "%s/journal/%s.tlj", f.dir, UID_A);
 	for (int i = 0; i < 10; i++)
 		ck_assert_int_eq(scn_add(f.t, UID_A, "process.exec", t0 + i), 0);
-	/* 20,000 requests over 40 s, past the cap: ~1 MB as event frames */
+	/* 20,000 requests over 40 s, past the cap (as event frames, with
+	 * compaction: 168 KiB) */
 	for (int i = 0; i < 20000; i++)
 		ck_assert_int_eq(scn_add(f.t, UID_A, "http.request", t0 + SCN_S + (int64_t)i * 2000000LL), 0);
 	ck_assert_int_eq(tl_timelines_flush(f.t), 0);
 	ck_assert_uint_lt(file_size(jpath), 16 * 1024);
 	doc = get_doc(f.t, "shop", "flood", NULL);
 	ck_assert_int_eq(jint(doc, "loss.eventsAggregated"), 19960);
-	for (size_t i = 0; i < jlen(doc, "events"); i++) {
-		char k[64];
-
-		snprintf(k, sizeof(k), "events.%zu.type", i);
-		if (strcmp(jstr(doc, k), "events.aggregated") != 0)
-			continue;
-		snprintf(k, sizeof(k), "events.%zu.count", i);
-		folded += jint(doc, k);
-		n_agg++;
-	}
-	ck_assert_int_eq(folded, 19960);
-	ck_assert_uint_ge(n_agg, 39); /* one per second */
-	ck_assert_uint_eq(jlen(doc, "events"), 50 + n_agg);
+	folds = sum_folds(doc, "http.request");
+	ck_assert_int_eq(folds.count, 19960);
+	ck_assert_uint_ge(folds.entries, 39); /* one per second */
+	ck_assert_uint_eq(jlen(doc, "events"), 50 + folds.entries);
 
 	/* more into the last entries, then a restart: the counts since the
 	 * last flush are written as the store stops */
