@@ -500,17 +500,29 @@ int tl_bpf_drain(struct tl_bpf *b)
 	return r;
 }
 
+/* After a drain that consumed n records: back to the fast interval from
+ * the first record, to the idle one after DRAIN_IDLE_AFTER empty drains. */
+static void drain_pace(struct tl_bpf *b, int n)
+{
+	if (!b->timer)
+		return;
+	if (n > 0) {
+		b->empty_drains = 0;
+		if (b->drain_idle && tl_timer_arm(b->timer, DRAIN_INTERVAL_MS, DRAIN_INTERVAL_MS) == 0)
+			b->drain_idle = false;
+	} else if (!b->drain_idle && ++b->empty_drains >= DRAIN_IDLE_AFTER &&
+		   tl_timer_arm(b->timer, DRAIN_IDLE_MS, DRAIN_IDLE_MS) == 0) {
+		b->drain_idle = true;
+	}
+}
+
 static int on_ring_readable(struct tl_loop *loop _unused_, int fd _unused_,
 			    uint32_t events _unused_, void *userdata)
 {
 	struct tl_bpf *b = userdata;
 	int n = ring_buffer__consume(b->rb);
 
-	if (n > 0 && b->drain_idle && b->timer &&
-	    tl_timer_arm(b->timer, DRAIN_INTERVAL_MS, DRAIN_INTERVAL_MS) == 0) {
-		b->drain_idle = false;
-		b->empty_drains = 0;
-	}
+	drain_pace(b, n);
 	return n;
 }
 
@@ -519,14 +531,7 @@ static void on_drain_timer(struct tl_loop *loop _unused_, struct tl_timer *timer
 {
 	struct tl_bpf *b = userdata;
 
-	if (ring_buffer__consume(b->rb) > 0) {
-		b->empty_drains = 0;
-		if (b->drain_idle && tl_timer_arm(b->timer, DRAIN_INTERVAL_MS, DRAIN_INTERVAL_MS) == 0)
-			b->drain_idle = false;
-	} else if (!b->drain_idle && ++b->empty_drains >= DRAIN_IDLE_AFTER &&
-		   tl_timer_arm(b->timer, DRAIN_IDLE_MS, DRAIN_IDLE_MS) == 0) {
-		b->drain_idle = true;
-	}
+	drain_pace(b, ring_buffer__consume(b->rb));
 	if (tl_now_mono_ms() - b->last_publish_ms >= METRICS_INTERVAL_MS)
 		publish_metrics(b);
 }
