@@ -61,7 +61,7 @@ def main():
     race, fixed = runs
     assert race["failed"], f"the race run had no failed request:\n{r.stdout}"
     # the point of the demo: explain names exactly the requests that failed
-    assert race["explainIds"] == race["failed"], (race["explainIds"], race["failed"])
+    assert race["explainIds"] == race["failed"], (race["explainIds"], race["failed"], race.get("differ"))
     assert race["findings"][0] == "requests_after_listener_closed", race["findings"]
     assert race["checkExit"] == 1, race
     assert isinstance(race["preStopRecommended"], int) and race["preStopRecommended"] >= 2, race
