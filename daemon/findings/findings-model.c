@@ -162,6 +162,12 @@ static void read_request(struct tl_model *m, struct json_object *ev, int64_t t, 
 		if (ms > 0 && ms < 1e9)
 			r->end_ns = r->start_ns + (int64_t)(ms * 1e6);
 	}
+	/* An access log has millisecond times: its start is truncated and its
+	 * duration whole milliseconds, so the request may have lasted up to
+	 * TL_FINDINGS_LOG_RESOLUTION_NS past what the line says
+	 * (docs/findings.md, boundaries). */
+	if (r->source && strcmp(r->source, "log") == 0)
+		r->slack_ns = TL_FINDINGS_LOG_RESOLUTION_NS;
 	if (int_of(ev, "status", &v) && v >= 0 && v < 1000)
 		r->status = (int)v;
 	dir = tl_json_str(ev, "direction");

@@ -264,10 +264,12 @@ static int64_t stop_ns(const struct tl_ctr *c)
 }
 
 /* After t: started at or after t, or still in flight at t. A request that
- * ended exactly at t ended before it (docs/findings.md, boundaries). */
+ * ended exactly at t ended before it; a request from an access log may have
+ * ended up to its slack later than the line says (docs/findings.md,
+ * boundaries). */
 static bool after(const struct tl_req *r, int64_t t)
 {
-	return r->start_ns >= t || r->end_ns > t;
+	return r->start_ns >= t || r->end_ns + r->slack_ns > t;
 }
 
 static const char *ref_note(const struct tl_model *m)
@@ -753,7 +755,8 @@ static bool in_flight_at(const struct tl_model *m, const struct tl_req *r, const
 	const struct ctr_at *a = arg;
 
 	(void)m;
-	return r->ctr == a->ctr && r->start_ns <= a->t && (r->end_ns > a->t || r->status == 0) &&
+	return r->ctr == a->ctr && r->start_ns <= a->t &&
+	       (r->end_ns + r->slack_ns > a->t || r->status == 0) &&
 	       r->start_ns >= m->ref_ns;
 }
 

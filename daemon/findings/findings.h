@@ -34,6 +34,11 @@ struct json_object;
  * after the API server wrote it (nothing in Kubernetes measures it). */
 #define TL_FINDINGS_MARGIN_S 1.0
 
+/* How much later than its line says a request from an access log may have
+ * ended: Envoy truncates its start to the millisecond and writes its
+ * duration in whole milliseconds. */
+#define TL_FINDINGS_LOG_RESOLUTION_NS (2 * 1000000LL)
+
 /* Computes the findings of doc (a parsed timeline document). On success
  * *ret is a new json array (caller puts it), possibly empty. -EINVAL when
  * doc is not a timeline document (no "events" array), -ENOMEM. */
@@ -61,6 +66,7 @@ struct tl_req {
 	const char *id; /* requestId, NULL when none */
 	const char *method, *path, *flags, *container, *source;
 	int64_t start_ns, end_ns;
+	int64_t slack_ns; /* TL_FINDINGS_LOG_RESOLUTION_NS for a log record */
 	int status; /* 0 = no response */
 	bool inbound;
 	bool failed; /* no response, 5xx, or an Envoy failure flag */
