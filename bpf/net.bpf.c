@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* TCP hooks: listeners opening and closing, resets sent and received, and a
- * count of established connections closing. These run in softirq or in
+/* TCP hooks: listeners opening and closing, resets sent and received, a
+ * count of established connections closing, and a count of inbound
+ * connections accepted for the preStop gate. These run in softirq or in
  * another task's context (a reset received on loopback runs in the sender's),
  * so events are attributed by the socket's own cgroup, never by current
  * alone. Each hook has a tp_btf program and a classic tracepoint twin. */
@@ -10,6 +11,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "termline-events.h"
+#include "termline-conn.h"
 #include "termline-common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -48,6 +50,18 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } tcp_closed_total SEC(".maps");
+
+/* Inbound connections accepted per tracked cgroup, for the preStop gate
+ * (docs/drain.md): a counter and the time of the latest, read by user space
+ * (daemon/drain/drain-conn.c) only while a gate waits. Not events:
+ * connections arrive at kernel rates, and all the gate needs is "when was
+ * the last one". LRU: the least recently used cgroup goes first when full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct tl_conn_count);
+} accepted SEC(".maps");
 
 static __always_inline __u64 sock_cgroup(const struct sock *sk, __u32 *flags)
 {
@@ -112,6 +126,58 @@ static __always_inline void count_closed(__u64 cgid)
 	bpf_map_update_elem(&tcp_closed, &cgid, &one, BPF_NOEXIST);
 }
 
+/* A connection from loopback or from the Pod's own address is the Pod
+ * talking to itself (a sidecar forwarding to its app), not a Service's
+ * traffic. */
+static __always_inline int from_self(const struct sock *sk)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+
+	if (family == AF_INET) {
+		__u32 d = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		__u32 s = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+
+		/* network order: the first byte is the lowest */
+		return (d & 0xff) == 127 || d == s;
+	}
+	if (family == AF_INET6) {
+		__u32 d[4], s[4];
+
+		BPF_CORE_READ_INTO(&d, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr32);
+		BPF_CORE_READ_INTO(&s, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32);
+		if (d[0] == 0 && d[1] == 0 && d[2] == 0 && d[3] == bpf_htonl(1))
+			return 1; /* ::1 */
+		if (d[0] == 0 && d[1] == 0 && d[2] == bpf_htonl(0xffff) && (d[3] & 0xff) == 127)
+			return 1; /* ::ffff:127.x.x.x */
+		return d[0] == s[0] && d[1] == s[1] && d[2] == s[2] && d[3] == s[3];
+	}
+	return 1; /* not IP: not a Service's traffic */
+}
+
+/* The handshake completed on the server side (the child socket going
+ * SYN_RECV -> ESTABLISHED, in softirq): the accepted socket inherits its
+ * listener's cgroup (sk_clone_lock copies sk_cgrp_data), so the count goes
+ * to the container that listens, whoever the packet's task context is. */
+static __always_inline void count_accepted(const struct sock *sk, __u64 cgid)
+{
+	struct tl_conn_count zero = {}, *c;
+
+	if (from_self(sk))
+		return;
+	c = bpf_map_lookup_elem(&accepted, &cgid);
+	if (!c) {
+		bpf_map_update_elem(&accepted, &cgid, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&accepted, &cgid);
+		if (!c)
+			return;
+	}
+	__sync_fetch_and_add(&c->count, 1);
+	c->last_ns = bpf_ktime_get_boot_ns();
+}
+
+/* Not a ring-buffer kind: the accept counter's branch below. */
+#define KIND_ACCEPTED 0xffff
+
 static __always_inline int handle_set_state(const struct sock *sk, int oldstate, int newstate)
 {
 	struct tl_ev_sock *e;
@@ -131,6 +197,8 @@ static __always_inline int handle_set_state(const struct sock *sk, int oldstate,
 		kind = TL_EV_LISTEN_CLOSED;
 	else if (oldstate == TCP_ESTABLISHED)
 		kind = 0;
+	else if (oldstate == TCP_SYN_RECV && newstate == TCP_ESTABLISHED)
+		kind = KIND_ACCEPTED;
 	else
 		return 0;
 	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
@@ -140,6 +208,12 @@ static __always_inline int handle_set_state(const struct sock *sk, int oldstate,
 		return 0;
 	if (!kind) {
 		count_closed(cgid);
+		return 0;
+	}
+	if (kind == KIND_ACCEPTED) {
+		/* softirq: current's cgroup is no answer */
+		if (flags & TL_EVF_SOCK_CGROUP)
+			count_accepted(sk, cgid);
 		return 0;
 	}
 	e = sock_reserve(kind, flags, cgid);

@@ -627,13 +627,12 @@ static int agent_start(struct agent *a)
 			.emit = { .emit = sink_emit, .userdata = a },
 		};
 
-		r = tl_drain_conn_new(&a->drain_conn, err, sizeof(err));
-		if (r < 0) {
-			tl_warn("%s: the drained gate sees no connections", err[0] ? err : strerror(-r));
-			a->drain_conn = NULL;
-		} else {
-			tl_info("probe attached: %s (drained gate)", tl_drain_conn_probe(a->drain_conn));
-		}
+		/* the connection counts come from the TCP program (bpf/net.bpf.c) */
+		if (!a->bpf)
+			tl_warn("no kernel programs: the drained gate sees no connections");
+		else if ((r = tl_drain_conn_new(tl_bpf_accepted_map_fd(a->bpf), &a->drain_conn)) < 0)
+			tl_warn("drained gate: connection counts: %s: the gate sees no connections",
+				strerror(-r));
 		r = tl_drain_agent_new(&dc, a->loop, &a->drain);
 		if (r < 0) {
 			tl_error("drained gate: %s", strerror(-r));

@@ -5,10 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 
 #include "clock.h"
-#include "conn.skel.h"
 #include "drain-conn.h"
 #include "termline-conn.h"
 
@@ -16,8 +14,8 @@
  * kernel map; when full, the table starts over (the next poll reports each
  * cgroup's whole count once more, which only delays a gate). */
 #define SEEN_SLOTS 16384
-/* The kernel map's size (bpf/conn.bpf.c) and how many entries one batch
- * lookup reads. */
+/* The kernel map's size (bpf/net.bpf.c, accepted) and how many entries one
+ * batch lookup reads. */
 #define CONN_MAP_MAX 8192
 #define CONN_BATCH 256
 #ifndef ENOTSUPP
@@ -30,53 +28,19 @@ struct seen {
 };
 
 struct tl_drain_conn {
-	struct termline_conn *skel;
-	const char *probe;
 	int map_fd;
 	struct seen *seen;
 	size_t nseen;
 	bool no_batch;
 };
 
-static int load(struct tl_drain_conn *c, bool classic, char *err, size_t errlen)
+int tl_drain_conn_new(int map_fd, struct tl_drain_conn **ret)
 {
-	int r;
+	struct tl_drain_conn *c;
 
-	c->skel = termline_conn__open();
-	if (!c->skel) {
-		r = -errno;
-		snprintf(err, errlen, "connection counter: cannot open BPF object: %s", strerror(-r));
-		return r;
-	}
-	/* libbpf-tools' way: both variants compiled, one loaded */
-	if (bpf_program__set_autoload(c->skel->progs.conn_accepted, !classic) < 0 ||
-	    bpf_program__set_autoload(c->skel->progs.conn_accepted_tp, classic) < 0) {
-		snprintf(err, errlen, "connection counter: cannot choose a program variant");
-		return -EINVAL;
-	}
-	r = termline_conn__load(c->skel);
-	if (r < 0) {
-		snprintf(err, errlen, "connection counter: cannot load (%s): %s",
-			 classic ? "tracepoint" : "tp_btf", strerror(-r));
-		return r;
-	}
-	r = termline_conn__attach(c->skel);
-	if (r < 0) {
-		snprintf(err, errlen, "connection counter: cannot attach to inet_sock_set_state (%s): %s",
-			 classic ? "tracepoint" : "tp_btf", strerror(-r));
-		return r;
-	}
-	c->probe = classic ? "inet_sock_set_state:tracepoint" : "inet_sock_set_state:tp_btf";
-	c->map_fd = bpf_map__fd(c->skel->maps.accepted);
-	return 0;
-}
-
-int tl_drain_conn_open(enum tl_drain_conn_variant v, struct tl_drain_conn **ret, char *err,
-		       size_t errlen)
-{
-	struct tl_drain_conn *c = calloc(1, sizeof(*c));
-	int r;
-
+	if (map_fd < 0)
+		return -EBADF;
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->seen = calloc(SEEN_SLOTS, sizeof(*c->seen));
@@ -84,36 +48,15 @@ int tl_drain_conn_open(enum tl_drain_conn_variant v, struct tl_drain_conn **ret,
 		free(c);
 		return -ENOMEM;
 	}
-	r = load(c, v == TL_DRAIN_CONN_TRACEPOINT, err, errlen);
-	if (r < 0 && v == TL_DRAIN_CONN_AUTO) {
-		/* no tp_btf here: the classic tracepoint */
-		termline_conn__destroy(c->skel);
-		c->skel = NULL;
-		r = load(c, true, err, errlen);
-	}
-	if (r < 0) {
-		tl_drain_conn_free(c);
-		return r;
-	}
+	c->map_fd = map_fd;
 	*ret = c;
 	return 0;
-}
-
-int tl_drain_conn_new(struct tl_drain_conn **ret, char *err, size_t errlen)
-{
-	return tl_drain_conn_open(TL_DRAIN_CONN_AUTO, ret, err, errlen);
-}
-
-const char *tl_drain_conn_probe(const struct tl_drain_conn *c)
-{
-	return c->probe;
 }
 
 void tl_drain_conn_free(struct tl_drain_conn *c)
 {
 	if (!c)
 		return;
-	termline_conn__destroy(c->skel);
 	free(c->seen);
 	free(c);
 }

@@ -470,6 +470,21 @@ uint64_t tl_bpf_tcp_closed(struct tl_bpf *b, uint64_t cgroup_id)
 	return percpu_sum(b, bpf_map__fd(b->net->maps.tcp_closed), &cgroup_id);
 }
 
+int tl_bpf_accepted_map_fd(struct tl_bpf *b)
+{
+	return bpf_map__fd(b->net->maps.accepted);
+}
+
+const char *tl_bpf_probe_of(struct tl_bpf *b, const char *hook)
+{
+	size_t n = strlen(hook);
+
+	for (const char *const *p = tl_bpf_probe_names(b); *p; p++)
+		if (strncmp(*p, hook, n) == 0 && (*p)[n] == ':')
+			return *p;
+	return NULL;
+}
+
 static void publish_metrics(struct tl_bpf *b)
 {
 	char labels[64];

@@ -52,6 +52,13 @@ uint64_t tl_bpf_dropped(struct tl_bpf *b, const char *type);
  * emitted), for one cgroup or (cgroup_id 0) all since load. */
 uint64_t tl_bpf_tcp_closed(struct tl_bpf *b, uint64_t cgroup_id);
 
+/* The map of inbound connections accepted per tracked cgroup
+ * (struct tl_conn_count by cgroup id, bpf/net.bpf.c), counted for the
+ * preStop gate and read by daemon/drain/drain-conn.c. Owned by b. */
+int tl_bpf_accepted_map_fd(struct tl_bpf *b);
+/* "hook:variant" of one attached hook ("inet_sock_set_state:tp_btf"),
+ * NULL when there is no such hook. */
+const char *tl_bpf_probe_of(struct tl_bpf *b, const char *hook);
 /* Run time of each loaded program (kernel.bpf_stats_enabled, or an fd from
  * bpf_enable_stats(BPF_STATS_RUN_TIME) held open, must be on for the
  * counts to move): the producer's cost per hook. Fills up to max entries,
