@@ -72,6 +72,10 @@
 static uint64_t drops(void);
 static int write_file(const char *path, const char *s);
 static struct termline_http *skel;
+/* The sys_exit variant measured as "raw": termlined's (bpf_rdonly_cast in
+ * the fd walk where the kernel has it) or, --fd-walk probe_read, the
+ * fallback with a probe read per hop. */
+static struct bpf_program *raw_prog;
 
 /* As termlined does (daemon/capture/http-bpf.c): the map and the filter's
  * bit. One cgroup tracked at a time here, so no counts per bit. */
@@ -115,12 +119,15 @@ static int attach(enum variant v)
 	if (v == V_NONE)
 		return 0;
 	bpf_object__for_each_program(prog, skel->obj) {
-		enum variant pv = prog == skel->progs.http_sys_exit	  ? V_RAW
+		enum variant pv = prog == raw_prog			    ? V_RAW
 				  : prog == skel->progs.http_floor_sys_exit ? V_EMPTY
 									    : V_CLASSIC;
 		struct bpf_link *l;
 
-		if (pv != v)
+		/* the other sys_exit variant */
+		if (pv != v || !bpf_program__autoload(prog) ||
+		    (pv == V_CLASSIC && (prog == skel->progs.http_sys_exit ||
+					 prog == skel->progs.http_sys_exit_probed)))
 			continue;
 		l = bpf_program__attach(prog);
 		if (!l) {
@@ -186,7 +193,7 @@ static void prog_stats_of(const struct bpf_program *prog, uint64_t *run_ns, uint
 
 static void prog_stats(uint64_t *run_ns, uint64_t *runs)
 {
-	prog_stats_of(skel->progs.http_sys_exit, run_ns, runs);
+	prog_stats_of(raw_prog, run_ns, runs);
 }
 
 /* ---- the tracked path: a process in a tracked cgroup on loopback TCP ---- */
@@ -361,7 +368,7 @@ static void bench_syscalls_prog_time(uint64_t calls, int zero_fd)
 	       (unsigned long long)calls);
 	for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
 		const struct bpf_program *prog =
-			vs[i] == V_RAW ? skel->progs.http_sys_exit : skel->progs.http_floor_sys_exit;
+			vs[i] == V_RAW ? raw_prog : skel->progs.http_floor_sys_exit;
 		uint64_t ns0, n0, ns1, n1, ns2, n2;
 
 		if (attach(vs[i]) < 0)
@@ -759,6 +766,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: bench-http-capture [--rounds N] [--calls N] [--seconds S] [--connections C]\n"
 		"                          [--no-server] [--no-syscalls] [--json] [--bpf-stats]\n"
+		"                          [--fd-walk auto|probe_read]\n"
 		"       bench-http-capture --tracked-only [--rounds N] [--calls N]\n"
 		"       bench-http-capture --consumer-only N [--json] [--close]\n"
 		"\n"
@@ -773,6 +781,8 @@ static void usage(FILE *f)
 		"  --no-syscalls      skip the untracked syscall costs\n"
 		"  --json             the consumer also writes the JSON line (--emit-events)\n"
 		"  --bpf-stats        keep BPF run-time statistics on in every run\n"
+		"  --fd-walk W        the raw program's fd -> socket walk: auto (bpf_rdonly_cast\n"
+		"                     where the kernel has it, as termlined) or probe_read\n"
 		"  --tracked-only     only the tracked loopback TCP process\n"
 		"  --consumer-only N  the consumer alone on N synthetic exchanges (for callgrind)\n"
 		"  --close            with --consumer-only: a connection per request\n");
@@ -793,11 +803,12 @@ int main(int argc, char **argv)
 		{ "bpf-stats", no_argument, NULL, 'B' },
 		{ "tracked-only", no_argument, NULL, 'T' },
 		{ "close", no_argument, NULL, 'L' },
+		{ "fd-walk", required_argument, NULL, 'W' },
 		{ 0 },
 	};
 	uint64_t rounds = 5, calls = 2000000, seconds = 5, conns = 16, consumer_only = 0;
 	bool server = true, json = false, syscalls = true, stats_all = false,
-	     tracked_only = false, close_each = false;
+	     tracked_only = false, close_each = false, probe_reads = false;
 	int o, r, stats_fd;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -841,6 +852,10 @@ int main(int argc, char **argv)
 		case 'C':
 			r = bench_parse_u64(optarg, 1, 100000000, &consumer_only);
 			break;
+		case 'W':
+			r = strcmp(optarg, "probe_read") == 0 ? 0 : strcmp(optarg, "auto") == 0 ? 0 : -EINVAL;
+			probe_reads = strcmp(optarg, "probe_read") == 0;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -867,11 +882,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-http-capture: open: %s\n", strerror(errno));
 		return 1;
 	}
+	raw_prog = probe_reads ? skel->progs.http_sys_exit_probed : skel->progs.http_sys_exit;
+	bpf_program__set_autoload(probe_reads ? skel->progs.http_sys_exit : skel->progs.http_sys_exit_probed,
+				  false);
 	r = termline_http__load(skel);
+	if (r < 0 && !probe_reads) {
+		/* no bpf_rdonly_cast() here, as termlined falls back */
+		termline_http__destroy(skel);
+		skel = termline_http__open();
+		if (!skel)
+			return 1;
+		raw_prog = skel->progs.http_sys_exit_probed;
+		bpf_program__set_autoload(skel->progs.http_sys_exit, false);
+		r = termline_http__load(skel);
+	}
 	if (r < 0) {
 		fprintf(stderr, "bench-http-capture: load: %s\n", strerror(-r));
 		return 1;
 	}
+	printf("raw program: %s\n", bpf_program__name(raw_prog));
 	/* Program run time, counted by the kernel while this fd is open: two
 	 * clock reads more per program run, so the syscall variants run
 	 * without it (as a node does, kernel.bpf_stats_enabled=0) unless

@@ -111,23 +111,51 @@ static __always_inline enum start classify(const __u8 *h, __u64 n)
 	return START_NONE;
 }
 
-/* The TCP socket behind fd in the current task, or NULL. The fd table walk
- * is bounded by its max_fds. The task, its files and fd table are BTF
- * pointers read with plain loads (the kernel turns them into fault-safe
- * ones); from the fd array on the pointers are untyped, so each hop is a
- * bpf_probe_read_kernel() (a helper call each, bench/README.md). */
-static __always_inline struct sock *fd_sock(__u64 fd)
+/* Marks a pointer read as a plain number as a read-only pointer to a
+ * kernel type, so its fields are plain loads (which the kernel makes
+ * fault-safe) instead of one bpf_probe_read_kernel() helper call each. The
+ * verifier turns the call into a register move. Kernels >= 6.2; where it is
+ * missing the program variant using it does not load and the one made of
+ * probe reads is loaded instead (daemon/capture/http-bpf.c). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* The file behind fd in the current task, read from the fd array, or NULL.
+ * The fd table walk is bounded by its max_fds. The task, its files and fd
+ * table are BTF pointers read with plain loads; the fd array holds pointers
+ * to pointers, which stay numbers: one probe read. */
+static __always_inline struct file *fd_file(__u64 fd)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct fdtable *fdt = t->files->fdt;
 	struct file *f = NULL;
-	struct socket *so;
-	struct sock *sk;
 
 	if (!fdt || fd >= fdt->max_fds)
 		return NULL;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]) < 0 || !f)
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]) < 0)
 		return NULL;
+	return f;
+}
+
+/* The TCP socket behind fd, or NULL; cast: through bpf_rdonly_cast()
+ * (plain loads), else each hop a probe read (bench/README.md). */
+static __always_inline struct sock *fd_sock(__u64 fd, const bool cast)
+{
+	struct file *f = fd_file(fd);
+	struct socket *so;
+	struct sock *sk;
+
+	if (!f)
+		return NULL;
+	if (cast) {
+		f = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+		if ((f->f_inode->i_mode & S_IFMT) != S_IFSOCK)
+			return NULL;
+		so = bpf_rdonly_cast(f->private_data, bpf_core_type_id_kernel(struct socket));
+		sk = so->sk;
+		if (!sk || sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
+			return NULL;
+		return sk;
+	}
 	if ((BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
 		return NULL;
 	so = (struct socket *)BPF_CORE_READ(f, private_data);
@@ -255,8 +283,8 @@ static __always_inline const __u8 *user_buf(long nr, struct pt_regs *regs, __u64
 	return iov.iov_base;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
+/* The program's body, for both variants of the fd walk (fd_sock). */
+static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const bool cast)
 {
 	/* regs is a BTF pointer: a plain load, not a helper call, because
 	 * this line runs at every syscall exit on the node. */
@@ -327,7 +355,7 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 	if (!bpf_map_lookup_elem(&http_cgroups, &cgid))
 		return 0;
 	fd = regs->di;
-	sk = fd_sock(fd);
+	sk = fd_sock(fd, cast);
 	if (!sk)
 		return 0;
 	sk_key = (__u64)sk;
@@ -437,6 +465,20 @@ int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
 	if (!conn)
 		bpf_map_update_elem(&http_fds, &fd_key, &sk_key, BPF_ANY);
 	return 0;
+}
+
+/* Loaded where the kernel has bpf_rdonly_cast() (>= 6.2). */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(http_sys_exit, struct pt_regs *regs, long ret)
+{
+	return on_sys_exit(regs, ret, true);
+}
+
+/* The same with probe reads: older kernels. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(http_sys_exit_probed, struct pt_regs *regs, long ret)
+{
+	return on_sys_exit(regs, ret, false);
 }
 
 /* Cost-comparison twins, never loaded by termlined (autoload off): the

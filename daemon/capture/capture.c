@@ -841,6 +841,9 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 			return r;
 		}
 		r = tl_http_bpf_new(&bc, on_rec, c, &c->bpf, err, errlen);
+		if (r == 0)
+			tl_info("HTTP capture: sys_exit program loaded (fd walk: %s)",
+				tl_http_bpf_variant(c->bpf));
 		if (r == 0 && loop)
 			r = tl_http_bpf_attach_loop(c->bpf, loop);
 		if (r < 0) {

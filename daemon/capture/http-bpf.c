@@ -19,6 +19,8 @@ _Static_assert(sizeof(struct tl_http_conn) == 8, "conn state size");
 
 struct tl_http_bpf {
 	struct termline_http *skel;
+	struct bpf_program *prog; /* the sys_exit variant loaded */
+	const char *variant;
 	struct bpf_link *link;
 	struct ring_buffer *rb;
 	struct tl_loop *loop;
@@ -57,6 +59,44 @@ static uint32_t pow2_at_least(uint32_t v)
 	return p;
 }
 
+/* Opens and loads the object with one variant of the sys_exit program:
+ * cast (bpf_rdonly_cast, kernels >= 6.2) or probe reads. */
+static int open_load(struct tl_http_bpf *b, const struct tl_http_bpf_config *cfg, bool cast,
+		     char *err, size_t errlen)
+{
+	struct bpf_program *prog;
+	int r;
+
+	b->skel = termline_http__open();
+	if (!b->skel) {
+		r = -errno;
+		snprintf(err, errlen, "HTTP capture: cannot open its BPF object: %s", strerror(-r));
+		return r;
+	}
+	b->prog = cast ? b->skel->progs.http_sys_exit : b->skel->progs.http_sys_exit_probed;
+	b->variant = cast ? "rdonly_cast" : "probe_read";
+	/* One variant; the classic twins are for bench/bench-http-capture only. */
+	bpf_object__for_each_program(prog, b->skel->obj)
+		if (prog != b->prog)
+			bpf_program__set_autoload(prog, false);
+	b->skel->rodata->prefix_len = cfg->prefix_bytes && cfg->prefix_bytes <= TL_HTTP_PREFIX_MAX
+					      ? cfg->prefix_bytes
+					      : TL_HTTP_PREFIX_DEFAULT;
+	b->skel->rodata->ring_bytes = pow2_at_least(cfg->ringbuf_bytes ? cfg->ringbuf_bytes : 4u << 20);
+	r = bpf_map__set_max_entries(b->skel->maps.http_events, (uint32_t)b->skel->rodata->ring_bytes);
+	if (r < 0) {
+		snprintf(err, errlen, "HTTP capture: ring buffer size: %s", strerror(-r));
+		return r;
+	}
+	r = termline_http__load(b->skel);
+	if (r < 0) {
+		snprintf(err, errlen, "HTTP capture: cannot load tp_btf/sys_exit program (%s): %s",
+			 b->variant, strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
 int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, void *userdata,
 		    struct tl_http_bpf **ret, char *err, size_t errlen)
 {
@@ -68,35 +108,15 @@ int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, voi
 	b->rb_fd = -1;
 	b->cb = cb;
 	b->ud = userdata;
-	b->skel = termline_http__open();
-	if (!b->skel) {
-		r = -errno;
-		snprintf(err, errlen, "HTTP capture: cannot open its BPF object: %s", strerror(-r));
+	r = open_load(b, cfg, !cfg->probe_reads, err, errlen);
+	if (r < 0 && !cfg->probe_reads) {
+		/* no bpf_rdonly_cast() here: every hop a probe read */
+		termline_http__destroy(b->skel);
+		b->skel = NULL;
+		r = open_load(b, cfg, false, err, errlen);
+	}
+	if (r < 0)
 		goto fail;
-	}
-	/* The classic twins are for bench/bench-http-capture only. */
-	{
-		struct bpf_program *prog;
-
-		bpf_object__for_each_program(prog, b->skel->obj)
-			if (prog != b->skel->progs.http_sys_exit)
-				bpf_program__set_autoload(prog, false);
-	}
-	b->skel->rodata->prefix_len = cfg->prefix_bytes && cfg->prefix_bytes <= TL_HTTP_PREFIX_MAX
-					      ? cfg->prefix_bytes
-					      : TL_HTTP_PREFIX_DEFAULT;
-	b->skel->rodata->ring_bytes = pow2_at_least(cfg->ringbuf_bytes ? cfg->ringbuf_bytes : 4u << 20);
-	r = bpf_map__set_max_entries(b->skel->maps.http_events, (uint32_t)b->skel->rodata->ring_bytes);
-	if (r < 0) {
-		snprintf(err, errlen, "HTTP capture: ring buffer size: %s", strerror(-r));
-		goto fail;
-	}
-	r = termline_http__load(b->skel);
-	if (r < 0) {
-		snprintf(err, errlen, "HTTP capture: cannot load tp_btf/sys_exit program: %s",
-			 strerror(-r));
-		goto fail;
-	}
 	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.http_events), on_record, b, NULL);
 	if (!b->rb) {
 		r = -errno;
@@ -108,6 +128,11 @@ int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, voi
 fail:
 	tl_http_bpf_free(b);
 	return r;
+}
+
+const char *tl_http_bpf_variant(const struct tl_http_bpf *b)
+{
+	return b->variant;
 }
 
 void tl_http_bpf_free(struct tl_http_bpf *b)
@@ -129,7 +154,7 @@ int tl_http_bpf_attach(struct tl_http_bpf *b)
 
 	if (b->link)
 		return 0;
-	l = bpf_program__attach(b->skel->progs.http_sys_exit);
+	l = bpf_program__attach(b->prog);
 	if (!l)
 		return -errno;
 	b->link = l;

@@ -15,6 +15,9 @@ struct tl_http_bpf;
 struct tl_http_bpf_config {
 	uint32_t prefix_bytes;   /* 1..TL_HTTP_PREFIX_MAX; 0 = TL_HTTP_PREFIX_DEFAULT */
 	uint32_t ringbuf_bytes;  /* power of two >= 4096; 0 = 4 MiB */
+	/* The fd walk by probe reads even where bpf_rdonly_cast() loads
+	 * (tests and benches; by default it is the fallback). */
+	bool probe_reads;
 };
 
 /* One ring record: data holds rec->len bytes (DATA records). */
@@ -24,6 +27,8 @@ typedef void (*tl_http_rec_cb)(void *userdata, const struct tl_http_rec *rec, co
 int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, void *userdata,
 		    struct tl_http_bpf **ret, char *err, size_t errlen);
 void tl_http_bpf_free(struct tl_http_bpf *b);
+/* How the loaded program walks fd -> socket: "rdonly_cast" or "probe_read". */
+const char *tl_http_bpf_variant(const struct tl_http_bpf *b);
 
 int tl_http_bpf_attach(struct tl_http_bpf *b);
 /* Drains the ring, then detaches. */

@@ -104,6 +104,10 @@ int main(int argc, char **argv)
 			bc.prefix_bytes = (uint32_t)atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--ring") == 0)
 			bc.ringbuf_bytes = (uint32_t)atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--fd-walk") == 0 && strcmp(argv[i + 1], "probe_read") == 0)
+			bc.probe_reads = true;
+		else if (strcmp(argv[i], "--fd-walk") == 0 && strcmp(argv[i + 1], "auto") == 0)
+			bc.probe_reads = false;
 		else
 			return 2;
 		i += 2;
@@ -142,7 +146,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "attach: %s\n", strerror(-r));
 		return 1;
 	}
-	printf("ready\n");
+	printf("ready %s\n", tl_http_bpf_variant(b));
 	fflush(stdout);
 	tl_loop_run(loop);
 	tl_http_bpf_detach(b);

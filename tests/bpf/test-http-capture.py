@@ -163,9 +163,10 @@ class Driver:
     def __init__(self, cgroup_ids, opts=()):
         self.p = subprocess.Popen([DRIVER] + list(opts) + [str(c) for c in cgroup_ids], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
-        line = self.p.stdout.readline()
-        if line.strip() != "ready":
+        line = self.p.stdout.readline().split()
+        if line[:1] != ["ready"] or len(line) != 2:
             raise AssertionError(f"driver did not start: {line!r} {self.p.stderr.read()}")
+        self.variant = line[1]  # how the program walks fd -> socket
         self.lines = []
         self.t = threading.Thread(target=self.read, daemon=True)
         self.t.start()
@@ -281,6 +282,11 @@ def main():
     d = None
     try:
         d = Driver([os.stat(tracked).st_ino])
+        # bpf_rdonly_cast() is there from 6.2 on: the program without a
+        # probe read per hop loads
+        release = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
+        want_variant = "rdonly_cast" if release >= (6, 2) else "probe_read"
+        assert d.variant == want_variant, f"kernel {os.uname().release}: loaded {d.variant}, want {want_variant}"
         me = os.path.abspath(__file__)
         py_port, ng_port, un_port, sp_port = free_port(), free_port(), free_port(), free_port()
         py = spawn_in(tracked, ["/usr/bin/python3", me, "--serve", str(py_port)])
@@ -422,6 +428,30 @@ def main():
         for rid in set(ids):
             # nothing twice, except out-2 seen from both of its ends
             assert ids.count(rid) == (2 if rid == "out-2" else 1) or rid.startswith("late-"), (rid, ids.count(rid))
+        stderr = d.stop()
+        d = None
+        assert "dropped 0" in stderr, stderr
+
+        # The fallback for kernels without bpf_rdonly_cast(), a probe read
+        # per hop of the fd walk: the same answers, nothing from the
+        # untracked server
+        d = Driver([os.stat(tracked).st_ino], ["--fd-walk", "probe_read"])
+        assert d.variant == "probe_read", d.variant
+        # (the Python server closed its listener above: nginx)
+        c = http.client.HTTPConnection("127.0.0.1", ng_port, timeout=5)
+        assert [get(c, "/index.html", "pr-1"), get(c, "/missing", "pr-2")] == [200, 404]
+        c.close()
+        c = http.client.HTTPConnection("127.0.0.1", ng_port, timeout=5)
+        assert get(c, "/index.html", "pr-ng") == 200
+        c.close()
+        c = http.client.HTTPConnection("127.0.0.1", un_port, timeout=5)
+        assert get(c, "/a", "pr-untracked") == 200
+        c.close()
+        expect(d, "pr-1", 200)
+        expect(d, "pr-2", 404)
+        expect(d, "pr-ng", 200)
+        time.sleep(0.3)
+        assert not d.by_id("pr-untracked"), d.by_id("pr-untracked")
         stderr = d.stop()
         d = None
         assert "dropped 0" in stderr, stderr
