@@ -34,6 +34,7 @@ throughput), requests the agent captured
 and nginx CPU are paired within each A B B A round. wrk runs in this
 process's cgroup, untracked; nginx is pinned to CPU 0, wrk to CPU 1."""
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -92,20 +93,43 @@ def task_ns(pid):
 
 
 def bpf_run_ns(pid):
-    """(run_time_ns, run_cnt) summed over the BPF programs pid holds (each
-    once, by prog_id; counted while kernel.bpf_stats_enabled is 1)."""
-    seen, total, runs = set(), 0, 0
+    """(run_time_ns, run_cnt, {prog_id: (run_time_ns, run_cnt)}) summed over
+    the BPF programs pid holds (each once, by prog_id; counted while
+    kernel.bpf_stats_enabled is 1)."""
+    by_id, total, runs = {}, 0, 0
     for fd in os.listdir(f"/proc/{pid}/fdinfo"):
         try:
             with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as f:
                 kv = dict(line.split(":", 1) for line in f if ":" in line)
         except OSError:
             continue
-        if "prog_id" in kv and "run_time_ns" in kv and kv["prog_id"] not in seen:
-            seen.add(kv["prog_id"])
-            total += int(kv["run_time_ns"])
-            runs += int(kv.get("run_cnt", 0))
-    return total, runs
+        pid_ = kv.get("prog_id", "").strip()
+        if pid_ and "run_time_ns" in kv and pid_ not in by_id:
+            by_id[pid_] = (int(kv["run_time_ns"]), int(kv.get("run_cnt", 0)))
+            total += by_id[pid_][0]
+            runs += by_id[pid_][1]
+    return total, runs, by_id
+
+
+def prog_names():
+    """prog_id -> name of every loaded BPF program (bpftool)."""
+    r = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True)
+    try:
+        return {str(p["id"]): p.get("name", "?") for p in json.loads(r.stdout)}
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
+def per_program(b0, b1, reqs):
+    """The programs that ran during a run: "name ns/req in runs/req", the
+    dearest first."""
+    names = prog_names()
+    rows = []
+    for k, (ns, n) in b1[2].items():
+        ns0, n0 = b0[2].get(k, (0, 0))
+        if n > n0 and (ns - ns0) / 1000 / reqs >= 0.001:
+            rows.append((ns - ns0, f"{names.get(k, k)} {(ns - ns0) / 1000 / reqs:.3f} us in {(n - n0) / reqs:.1f}"))
+    return ", ".join(r for _, r in sorted(rows, reverse=True))
 
 
 def parse_latency(s):
@@ -237,6 +261,7 @@ def one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_po
             b1 = bpf_run_ns(agent.proc.pid)
             out["bpf_us"] = (b1[0] - b0[0]) / 1000 / reqs
             out["bpf_runs"] = (b1[1] - b0[1]) / reqs
+            out["bpf_by_prog"] = per_program(b0, b1, reqs)
             time.sleep(0.3)  # the agent's 10 ms ring poll and 1 s housekeeping
             out["captured"] = agent.metric("termline_http_kernel_requests_total") - kreq0
             out["drops"] = agent.metric("termline_http_ring_dropped") - drop0
@@ -316,7 +341,7 @@ def main():
                         runs[with_agent].append(x)
                         side = "on " if with_agent else "off"
                         extra = (f", agent {x['agent_us']:.3f} us/req, its programs {x['bpf_us']:.3f} us/req "
-                                 f"in {x['bpf_runs']:.1f} runs, "
+                                 f"in {x['bpf_runs']:.1f} runs ({x['bpf_by_prog']}), "
                                  f"captured {x['captured']:.0f}, "
                                  f"drops {x['drops']:.0f}") if with_agent else ""
                         print(f"  {scenario:6s} {mode:10s} round {r} agent {side}: {x['rps']:.0f} req/s, "
