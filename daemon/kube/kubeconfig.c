@@ -475,6 +475,7 @@ void tl_kubeconfig_free(struct tl_kubeconfig *kc)
 	free(kc->source);
 	free(kc->dir);
 	free(kc->server);
+	free(kc->ns);
 	free(kc->ca_file);
 	free(kc->ca_pem);
 	free(kc->tls_server_name);
@@ -550,6 +551,17 @@ static int kc_parse(struct kc_ctx *c, struct tl_kubeconfig *kc)
 	r = get_str(c, ctx, ckey, "user", &user);
 	if (r < 0)
 		goto out;
+	/* the context's default namespace, as kubectl uses it (the agent
+	 * itself watches all namespaces and ignores it) */
+	r = get_str(c, ctx, ckey, "namespace", &kc->ns);
+	if (r < 0)
+		goto out;
+	if (kc->ns && (!*kc->ns || strlen(kc->ns) > 63 || strpbrk(kc->ns, "/ \t\r\n"))) {
+		snprintf(c->err, c->errlen, "kubeconfig %s: key %s.namespace: not a namespace name",
+			 c->source, ckey);
+		r = -EINVAL;
+		goto out;
+	}
 	{
 		char ref[96];
 

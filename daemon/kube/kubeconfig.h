@@ -34,6 +34,7 @@ struct tl_kubeconfig {
 	char *source;          /* the file, or "in-cluster config" */
 	char *dir;             /* relative paths are relative to this */
 	char *server;          /* "https://host:port", no trailing slash */
+	char *ns;              /* the current context's namespace, NULL when unset */
 	char *ca_file;
 	char *ca_pem;          /* certificate-authority-data, decoded */
 	size_t ca_pem_len;

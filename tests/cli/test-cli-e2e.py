@@ -261,6 +261,21 @@ def main():
         assert "recommended for the Deployment: spec.containers[app].lifecycle.preStop.sleep.seconds" in text, text
         cli("rollout", "deployment/web", "-n", NS, "--revision", "2", kubeconfig=kc, rc=1)
         cli("rollout", "deployment/nope", "-n", NS, kubeconfig=kc, rc=1)
+
+        # a context with a namespace: names without one are in it, as with
+        # kubectl; -n still wins
+        kc_ns = os.path.join(work, "kubeconfig-ns")
+        with open(kc) as f, open(kc_ns, "w") as g:
+            text_kc = f.read()
+            assert "context: {cluster: double, user: agent}" in text_kc, text_kc
+            g.write(text_kc.replace("context: {cluster: double, user: agent}",
+                                    f"context: {{cluster: double, user: agent, namespace: {NS}}}"))
+        got = json.loads(cli("show", pods[0]["name"], "-o", "json", kubeconfig=kc_ns).stdout)
+        assert got["pod"]["uid"] == pods[0]["podUid"], got["pod"]
+        cli("show", pods[0]["name"], kubeconfig=kc, rc=1)  # "default" without one
+        cli("show", pods[0]["name"], "-n", "elsewhere", kubeconfig=kc_ns, rc=1)
+        ro_ns = json.loads(cli("rollout", "deployment/web", "-o", "json", kubeconfig=kc_ns).stdout)
+        assert ro_ns["failedRequests"] == ro["failedRequests"] and ro_ns["pods"] == 2, ro_ns
         print(f"ok: kubeconfig (pod proxy), --from DIR and URL, check, rollout over 2 agents; "
           f"failed requests {len(failed[0])} + {len(failed[1])}")
     finally:

@@ -238,6 +238,12 @@ static const struct bad_case bad[] = {
 	  "key users[0].user.exec.args: expected a list" },
 	{ "exec env not a list", HEAD CLUSTER("") USER("    exec: {command: /bin/true, apiVersion: v1, env: x}\n"),
 	  "key users[0].user.exec.env: expected a list" },
+	{ "context namespace empty",
+	  "current-context: c1\ncontexts:\n- name: c1\n  context: {cluster: k1, namespace: ''}\n" CLUSTER(""),
+	  "key contexts[0].context.namespace" },
+	{ "context namespace with a slash",
+	  "current-context: c1\ncontexts:\n- name: c1\n  context: {cluster: k1, namespace: a/b}\n" CLUSTER(""),
+	  "key contexts[0].context.namespace" },
 	{ "YAML syntax", "current-context: [unclosed\n", "line " },
 	{ "not a map", "- a\n- b\n", "not a YAML map" },
 };
@@ -255,6 +261,29 @@ START_TEST(test_bad)
 	ck_assert_msg(strstr(err, c->want_key), "%s: message \"%s\" lacks \"%s\"", c->name, err,
 		      c->want_key);
 	ck_assert_ptr_null(strchr(err, '\n'));
+}
+END_TEST
+
+/* The current context's namespace, for kubectl-termline's names given
+ * without one; unset is NULL. */
+START_TEST(test_context_namespace)
+{
+	struct tl_kubeconfig *kc;
+	char err[512];
+	int r;
+
+	kc = load_yaml("current-context: c2\ncontexts:\n"
+		       "- name: c1\n  context: {cluster: k1, namespace: one}\n"
+		       "- name: c2\n  context: {cluster: k1, namespace: shop}\n" CLUSTER(""),
+		       err, sizeof(err), &r);
+	ck_assert_msg(kc, "%s", err);
+	ck_assert_str_eq(kc->ns, "shop");
+	tl_kubeconfig_free(kc);
+	kc = load_yaml("current-context: c1\ncontexts:\n- name: c1\n  context: {cluster: k1}\n" CLUSTER(""),
+		       err, sizeof(err), &r);
+	ck_assert_msg(kc, "%s", err);
+	ck_assert_ptr_null(kc->ns);
+	tl_kubeconfig_free(kc);
 }
 END_TEST
 
@@ -729,6 +758,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_good, 0, (int)(sizeof(good) / sizeof(good[0])));
 	tcase_add_loop_test(tc, test_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
+	tcase_add_test(tc, test_context_namespace);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_token_file_reread);
 	tcase_add_test(tc, test_exec_rerun);

@@ -37,6 +37,10 @@ struct source;
 /* -errno; err says why in one line. */
 int source_open(const struct cli *cli, struct source **ret, char *err, size_t errlen);
 void source_free(struct source *s);
+/* The namespace of a name given without one: -n, else the kubeconfig's
+ * current context's namespace (when the source is the kubeconfig), else
+ * "default", as kubectl. */
+const char *source_namespace(const struct source *s, const struct cli *cli);
 /* Every timeline document the source has (newest first), filtered by
  * namespace (NULL = all) and by owner (kind/name, NULL = any), and by
  * time (deletion or first event at or after since_ns, 0 = any). Returns

@@ -28,6 +28,7 @@ static const char USAGE[] =
     "  --from URL          one agent, http://HOST:9440\n"
     "  (default)           the kubeconfig ($KUBECONFIG or ~/.kube/config; --kubeconfig FILE):\n"
     "                      the agent on the Pod's node, through the API server's pod proxy\n"
+    "  POD without NS/     in -n NS, else the kubeconfig context's namespace, else default\n"
     "Exit status: 0 found, 1 not found, 2 bad usage or unreachable source;\n"
     "check: 0 all passed, 1 an assertion failed, 2 a timeline missing or incomplete.\n";
 

@@ -99,7 +99,7 @@ static int by_failed(const void *a, const void *b)
 
 int cmd_rollout(struct cli *cli)
 {
-	const char *arg, *slash, *ns = cli->ns ? cli->ns : "default";
+	const char *arg, *slash, *ns;
 	struct json_object *names = json_object_new_array(), *docs = NULL, *out = NULL,
 			   *by_rule = NULL, *best = NULL, *worst = NULL;
 	struct source *src = NULL;
@@ -128,6 +128,7 @@ int cmd_rollout(struct cli *cli)
 		goto done;
 	}
 	r = source_open(cli, &src, err, sizeof(err));
+	ns = source_namespace(src, cli);
 	if (r == 0) {
 		r = replicasets(cli, src, ns, name, names, err, sizeof(err));
 		if (r == -ENOTSUP) {

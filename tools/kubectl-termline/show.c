@@ -19,15 +19,14 @@ int load_doc(const struct cli *cli, const char *arg, struct json_object **ret)
 	char err[1024] = "", *ns = NULL, *name = NULL;
 	int r;
 
-	if (split_ns_name(arg, cli->ns, &ns, &name) < 0) {
-		cli_err(cli, "%s: not NAMESPACE/POD", arg);
-		return EXIT_USAGE;
-	}
 	r = source_open(cli, &src, err, sizeof(err));
 	if (r < 0) {
 		cli_err(cli, "%s", err[0] ? err : strerror(-r));
-		free(ns);
-		free(name);
+		return EXIT_USAGE;
+	}
+	if (split_ns_name(arg, source_namespace(src, cli), &ns, &name) < 0) {
+		cli_err(cli, "%s: not NAMESPACE/POD", arg);
+		source_free(src);
 		return EXIT_USAGE;
 	}
 	r = source_get(src, ns, name, ret, err, sizeof(err));

@@ -121,6 +121,15 @@ int source_open(const struct cli *cli, struct source **ret, char *err, size_t er
 	return 0;
 }
 
+const char *source_namespace(const struct source *s, const struct cli *cli)
+{
+	if (cli->ns)
+		return cli->ns;
+	if (s && s->kind == SRC_KUBE && s->kc && s->kc->ns)
+		return s->kc->ns;
+	return "default";
+}
+
 /* ---- HTTP ---- */
 
 struct buf {
