@@ -110,15 +110,8 @@ def main():
                 p.kill()
                 p.wait()
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        for d in (cg, cg_other):
-            for _ in range(50):
-                try:
-                    os.rmdir(d)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.1)
+        E.remove_dirs([cg, cg_other], wait=5)
+
 
 if __name__ == "__main__":
     main()
