@@ -27,6 +27,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import e2elib as E  # noqa: E402
+
 BUILD = os.environ.get("TERMLINE_BUILD_ROOT", "build")
 DRIVER = os.path.join(BUILD, "tests", "bpf", "http-capture-driver")
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -115,31 +118,6 @@ def serve_split(port):
 
 
 # ---- test helpers ----
-
-def require_root():
-    if os.geteuid() == 0:
-        return
-    if os.environ.get("CI") == "true":
-        print("FAIL: needs root and CI=true forbids skipping", file=sys.stderr)
-        sys.exit(1)
-    print("SKIP: needs root")
-    sys.exit(77)
-
-
-def cgroup2_mount():
-    with open("/proc/self/mountinfo", encoding="utf-8") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            if post.split(" ")[0] == "cgroup2":
-                return pre.split(" ")[4]
-    raise AssertionError("no cgroup2 mount")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def wait_port(port, timeout=10):
     deadline = time.monotonic() + timeout
@@ -272,8 +250,8 @@ def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--serve-split":
         serve_split(int(sys.argv[2]))
         return 0
-    require_root()
-    base = os.path.join(cgroup2_mount(), f"termline-bpf-http-{os.getpid()}")
+    E.require_root()
+    base = os.path.join(E.cgroup2_mount(), f"termline-bpf-http-{os.getpid()}")
     tracked, untracked = os.path.join(base, "tracked"), os.path.join(base, "untracked")
     os.makedirs(tracked)
     os.makedirs(untracked)
@@ -288,7 +266,7 @@ def main():
         want_variant = "rdonly_cast" if release >= (6, 2) else "probe_read"
         assert d.variant == want_variant, f"kernel {os.uname().release}: loaded {d.variant}, want {want_variant}"
         me = os.path.abspath(__file__)
-        py_port, ng_port, un_port, sp_port = free_port(), free_port(), free_port(), free_port()
+        py_port, ng_port, un_port, sp_port = E.free_port(), E.free_port(), E.free_port(), E.free_port()
         py = spawn_in(tracked, ["/usr/bin/python3", me, "--serve", str(py_port)])
         procs.append(py)
         procs.append(spawn_in(untracked, ["/usr/bin/python3", me, "--serve", str(un_port)]))
@@ -493,15 +471,7 @@ def main():
             p.kill()
             p.wait()
         shutil.rmtree(work, ignore_errors=True)
-        for cg in (tracked, untracked, base):
-            for _ in range(50):
-                try:
-                    os.rmdir(cg)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.1)
+        E.remove_dirs([tracked, untracked, base], wait=5)
 
 
 if __name__ == "__main__":
