@@ -72,10 +72,15 @@
 static uint64_t drops(void);
 static int write_file(const char *path, const char *s);
 static struct termline_http *skel;
-/* The sys_exit variant measured as "raw": termlined's (bpf_rdonly_cast in
- * the fd walk where the kernel has it) or, --fd-walk probe_read, the
- * fallback with a probe read per hop. */
+/* The sys_exit variant measured as "raw": bpf_rdonly_cast in the fd walk
+ * where the kernel has it or, --variant probe_read, the fallback with a
+ * probe read per hop. */
 static struct bpf_program *raw_prog;
+/* The socket send/receive tracepoint variant termlined loads where the
+ * kernel has them (>= 6.3); false: not loadable here. */
+static bool have_sock;
+/* What the server part measures as "capture on": V_SOCK or V_RAW. */
+static int on_variant;
 
 /* As termlined does (daemon/capture/http-bpf.c): the map and the filter's
  * bit. One cgroup tracked at a time here, so no counts per bit. */
@@ -97,9 +102,15 @@ static int track(uint64_t cgid, bool on)
 	return bpf_map_delete_elem(fd, &cgid) < 0 && errno != ENOENT ? -errno : 0;
 }
 
-enum variant { V_NONE, V_EMPTY, V_RAW, V_CLASSIC, V_MAX };
+enum variant { V_NONE, V_EMPTY, V_RAW, V_CLASSIC, V_SOCK, V_MAX };
 static const char *const variant_names[] = { "none", "empty tp_btf sys_exit", "raw tp_btf sys_exit",
-					     "classic sys_enter/exit x9" };
+					     "classic sys_enter/exit x9", "sock send/recv tp_btf" };
+
+static bool sock_prog(const struct bpf_program *prog)
+{
+	return prog == skel->progs.http_sock_recv || prog == skel->progs.http_sock_send ||
+	       prog == skel->progs.http_tcp_destroy;
+}
 
 static struct bpf_link *links[64];
 static int n_links;
@@ -121,6 +132,7 @@ static int attach(enum variant v)
 	bpf_object__for_each_program(prog, skel->obj) {
 		enum variant pv = prog == raw_prog			    ? V_RAW
 				  : prog == skel->progs.http_floor_sys_exit ? V_EMPTY
+				  : sock_prog(prog)			    ? V_SOCK
 									    : V_CLASSIC;
 		struct bpf_link *l;
 
@@ -191,9 +203,23 @@ static void prog_stats_of(const struct bpf_program *prog, uint64_t *run_ns, uint
 	}
 }
 
+/* The "capture on" variant's programs, summed. */
 static void prog_stats(uint64_t *run_ns, uint64_t *runs)
 {
-	prog_stats_of(raw_prog, run_ns, runs);
+	const struct bpf_program *sock[] = { skel->progs.http_sock_recv, skel->progs.http_sock_send,
+					     skel->progs.http_tcp_destroy };
+	uint64_t ns, n;
+
+	if (on_variant == V_RAW) {
+		prog_stats_of(raw_prog, run_ns, runs);
+		return;
+	}
+	*run_ns = *runs = 0;
+	for (size_t i = 0; i < sizeof(sock) / sizeof(sock[0]); i++) {
+		prog_stats_of(sock[i], &ns, &n);
+		*run_ns += ns;
+		*runs += n;
+	}
 }
 
 /* ---- the tracked path: a process in a tracked cgroup on loopback TCP ---- */
@@ -293,8 +319,9 @@ static double tracked_run(const char *procs, uint64_t iters)
  * that each produce a record (the ring drained by a thread here). */
 static int bench_tracked(int rounds, uint64_t iters)
 {
-	static const enum variant order[6] = { V_NONE, V_EMPTY, V_RAW, V_RAW, V_EMPTY, V_NONE };
-	static const enum variant shown[3] = { V_NONE, V_EMPTY, V_RAW };
+	static const enum variant order[8] = { V_NONE, V_EMPTY, V_RAW, V_SOCK,
+					       V_SOCK, V_RAW, V_EMPTY, V_NONE };
+	static const enum variant shown[4] = { V_NONE, V_EMPTY, V_RAW, V_SOCK };
 	char mount[PATH_MAX], cg[PATH_MAX], procs[PATH_MAX];
 	double res[V_MAX][32];
 	int n[V_MAX] = { 0 };
@@ -317,9 +344,11 @@ static int bench_tracked(int rounds, uint64_t iters)
 		return -ENOMEM;
 	tracked_run(procs, iters / 4); /* warm up */
 	for (int r = 0; r < rounds && r < 16; r++)
-		for (int k = 0; k < 6; k++) {
+		for (int k = 0; k < 8; k++) {
 			enum variant v = order[k];
 
+			if (v == V_SOCK && !have_sock)
+				continue;
 			if (attach(v) < 0)
 				return -1;
 			res[v][n[v]] = tracked_run(procs, iters);
@@ -334,8 +363,12 @@ static int bench_tracked(int rounds, uint64_t iters)
 	{
 		double base = median(res[V_NONE], n[V_NONE]);
 
-		for (int i = 0; i < 3; i++) {
-			double m = median(res[shown[i]], n[shown[i]]);
+		for (int i = 0; i < 4; i++) {
+			double m;
+
+			if (!n[shown[i]])
+				continue;
+			m = median(res[shown[i]], n[shown[i]]);
 
 			/* median() sorted the runs: [0] is the fastest. */
 			printf("%-28s %10.1f ns/iteration %+8.1f ns/record; fastest run %10.1f %+8.1f\n",
@@ -357,7 +390,7 @@ static int bench_tracked(int rounds, uint64_t iters)
  * off unless --bpf-stats). */
 static void bench_syscalls_prog_time(uint64_t calls, int zero_fd)
 {
-	static const enum variant vs[] = { V_EMPTY, V_RAW };
+	static const enum variant vs[] = { V_EMPTY, V_RAW, V_SOCK };
 	int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 
 	if (stats_fd < 0) {
@@ -367,10 +400,14 @@ static void bench_syscalls_prog_time(uint64_t calls, int zero_fd)
 	printf("   program run time per call (BPF_STATS_RUN_TIME, %llu calls):\n",
 	       (unsigned long long)calls);
 	for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
-		const struct bpf_program *prog =
-			vs[i] == V_RAW ? raw_prog : skel->progs.http_floor_sys_exit;
+		const struct bpf_program *prog = vs[i] == V_RAW    ? raw_prog
+						 : vs[i] == V_SOCK ? skel->progs.http_sock_recv
+								   : skel->progs.http_floor_sys_exit;
 		uint64_t ns0, n0, ns1, n1, ns2, n2;
 
+		/* (the socket hooks never run here: no socket) */
+		if (vs[i] == V_SOCK && !have_sock)
+			continue;
 		if (attach(vs[i]) < 0)
 			break;
 		prog_stats_of(prog, &ns0, &n0);
@@ -388,12 +425,17 @@ static void bench_syscalls_prog_time(uint64_t calls, int zero_fd)
 
 static int bench_syscalls(int rounds, uint64_t calls)
 {
-	static const enum variant order[8] = { V_NONE,	  V_EMPTY, V_RAW,   V_CLASSIC,
-					       V_CLASSIC, V_RAW,   V_EMPTY, V_NONE };
+	static const enum variant order[10] = { V_NONE, V_EMPTY, V_RAW,	  V_CLASSIC, V_SOCK,
+						V_SOCK, V_CLASSIC, V_RAW, V_EMPTY,   V_NONE };
 	double *res[V_MAX][2];
 	int n[V_MAX] = { 0 };
-	int zero_fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	int zero_fd, r = bench_ensure_tracefs();
 
+	if (r < 0) {
+		fprintf(stderr, "bench-http-capture: the classic tracepoints need tracefs: %s\n", strerror(-r));
+		return r;
+	}
+	zero_fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
 	if (zero_fd < 0)
 		return -errno;
 	for (int v = 0; v < V_MAX; v++)
@@ -401,9 +443,11 @@ static int bench_syscalls(int rounds, uint64_t calls)
 			res[v][w] = calloc((size_t)rounds * 2, sizeof(double));
 	ns_per_call(0, calls / 4, zero_fd); /* warm up */
 	for (int r = 0; r < rounds; r++) {
-		for (int k = 0; k < 8; k++) {
+		for (int k = 0; k < 10; k++) {
 			enum variant v = order[k];
 
+			if (v == V_SOCK && !have_sock)
+				continue;
 			if (attach(v) < 0)
 				return -1;
 			res[v][0][n[v]] = ns_per_call(0, calls, zero_fd);
@@ -418,8 +462,12 @@ static int bench_syscalls(int rounds, uint64_t calls)
 	       "getppid added ns", "read added ns");
 	double base[2] = { median(res[V_NONE][0], n[V_NONE]), median(res[V_NONE][1], n[V_NONE]) };
 	for (int v = 0; v < V_MAX; v++) {
-		double g = median(res[v][0], n[v]), rd = median(res[v][1], n[v]);
+		double g, rd;
 
+		if (!n[v])
+			continue;
+		g = median(res[v][0], n[v]);
+		rd = median(res[v][1], n[v]);
 		printf("%-28s %14.1f %14.1f %18.1f %18.1f\n", variant_names[v], g, rd, g - base[0],
 		       rd - base[1]);
 	}
@@ -429,7 +477,8 @@ static int bench_syscalls(int rounds, uint64_t calls)
 	printf("%-28s %14s %14s %18s %18s\n", "  same, fastest run", "getppid ns", "read(1) ns",
 	       "getppid added ns", "read added ns");
 	for (int v = 0; v < V_MAX; v++)
-		printf("%-28s %14.1f %14.1f %18.1f %18.1f\n", variant_names[v], res[v][0][0],
+		if (n[v])
+			printf("%-28s %14.1f %14.1f %18.1f %18.1f\n", variant_names[v], res[v][0][0],
 		       res[v][1][0], res[v][0][0] - res[V_NONE][0][0], res[v][1][0] - res[V_NONE][1][0]);
 	bench_syscalls_prog_time(calls, zero_fd);
 	close(zero_fd);
@@ -475,21 +524,7 @@ static int on_record(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*r) || r->len > size - sizeof(*r))
 		return 0;
-	if (r->flags & TL_HTTP_RF_LOST)
-		tl_http_tracker_lost(c->tracker, r->sock);
-	switch (r->kind) {
-	case TL_HTTP_REC_DATA:
-		tl_http_tracker_data(c->tracker, r->sock, r->tgid, r->cgroup_id,
-				     r->flags & TL_HTTP_RF_READ, (const uint8_t *)data + sizeof(*r),
-				     r->len, r->total, (int64_t)r->ktime_ns);
-		break;
-	case TL_HTTP_REC_ERROR:
-		tl_http_tracker_reset(c->tracker, r->sock, (int64_t)r->ktime_ns);
-		break;
-	default:
-		tl_http_tracker_close(c->tracker, r->sock, (int64_t)r->ktime_ns);
-		break;
-	}
+	tl_http_tracker_record(c->tracker, r, (const uint8_t *)data + sizeof(*r));
 	return 0;
 }
 
@@ -661,7 +696,7 @@ static int bench_server(int rounds, int seconds, int conns, bool json)
 
 			if (on) {
 				r = track(cgid, true);
-				r = r ?: attach(V_RAW);
+				r = r ?: attach((enum variant)on_variant);
 			} else {
 				r = track(cgid, false);
 				r = r ?: attach(V_NONE);
@@ -766,7 +801,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: bench-http-capture [--rounds N] [--calls N] [--seconds S] [--connections C]\n"
 		"                          [--no-server] [--no-syscalls] [--json] [--bpf-stats]\n"
-		"                          [--fd-walk auto|probe_read]\n"
+		"                          [--variant auto|sock|rdonly_cast|probe_read]\n"
 		"       bench-http-capture --tracked-only [--rounds N] [--calls N]\n"
 		"       bench-http-capture --consumer-only N [--json] [--close]\n"
 		"\n"
@@ -781,8 +816,11 @@ static void usage(FILE *f)
 		"  --no-syscalls      skip the untracked syscall costs\n"
 		"  --json             the consumer also writes the JSON line (--emit-events)\n"
 		"  --bpf-stats        keep BPF run-time statistics on in every run\n"
-		"  --fd-walk W        the raw program's fd -> socket walk: auto (bpf_rdonly_cast\n"
-		"                     where the kernel has it, as termlined) or probe_read\n"
+		"  --variant V        capture on in the server part: auto (as termlined: sock\n"
+		"                     where the kernel has the tracepoints, else rdonly_cast),\n"
+		"                     sock, rdonly_cast (raw sys_exit, the fd walk through\n"
+		"                     bpf_rdonly_cast) or probe_read (a probe read per hop);\n"
+		"                     the last two are also the raw program of the other parts\n"
 		"  --tracked-only     only the tracked loopback TCP process\n"
 		"  --consumer-only N  the consumer alone on N synthetic exchanges (for callgrind)\n"
 		"  --close            with --consumer-only: a connection per request\n");
@@ -803,12 +841,13 @@ int main(int argc, char **argv)
 		{ "bpf-stats", no_argument, NULL, 'B' },
 		{ "tracked-only", no_argument, NULL, 'T' },
 		{ "close", no_argument, NULL, 'L' },
-		{ "fd-walk", required_argument, NULL, 'W' },
+		{ "variant", required_argument, NULL, 'W' },
 		{ 0 },
 	};
 	uint64_t rounds = 5, calls = 2000000, seconds = 5, conns = 16, consumer_only = 0;
 	bool server = true, json = false, syscalls = true, stats_all = false,
 	     tracked_only = false, close_each = false, probe_reads = false;
+	const char *variant = "auto";
 	int o, r, stats_fd;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -853,7 +892,11 @@ int main(int argc, char **argv)
 			r = bench_parse_u64(optarg, 1, 100000000, &consumer_only);
 			break;
 		case 'W':
-			r = strcmp(optarg, "probe_read") == 0 ? 0 : strcmp(optarg, "auto") == 0 ? 0 : -EINVAL;
+			variant = optarg;
+			r = strcmp(optarg, "auto") == 0 || strcmp(optarg, "sock") == 0 ||
+					    strcmp(optarg, "rdonly_cast") == 0 || strcmp(optarg, "probe_read") == 0
+				    ? 0
+				    : -EINVAL;
 			probe_reads = strcmp(optarg, "probe_read") == 0;
 			break;
 		case 'h':
@@ -882,24 +925,43 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-http-capture: open: %s\n", strerror(errno));
 		return 1;
 	}
-	raw_prog = probe_reads ? skel->progs.http_sys_exit_probed : skel->progs.http_sys_exit;
-	bpf_program__set_autoload(probe_reads ? skel->progs.http_sys_exit : skel->progs.http_sys_exit_probed,
-				  false);
-	r = termline_http__load(skel);
-	if (r < 0 && !probe_reads) {
-		/* no bpf_rdonly_cast() here, as termlined falls back */
-		termline_http__destroy(skel);
-		skel = termline_http__open();
-		if (!skel)
-			return 1;
-		raw_prog = skel->progs.http_sys_exit_probed;
-		bpf_program__set_autoload(skel->progs.http_sys_exit, false);
+	/* Everything the kernel loads, as termlined falls back: the socket
+	 * variant needs its tracepoints (>= 6.3), the cast variant its kfunc
+	 * (>= 6.2). */
+	for (int attempt = 0; attempt < 3; attempt++) {
+		/* { cast, sock } */
+		const bool tries[3][2] = { { !probe_reads, true }, { !probe_reads, false }, { false, false } };
+		bool cast = tries[attempt][0], sock = tries[attempt][1];
+
+		if (attempt > 0) {
+			termline_http__destroy(skel);
+			skel = termline_http__open();
+			if (!skel)
+				return 1;
+		}
+		raw_prog = cast ? skel->progs.http_sys_exit : skel->progs.http_sys_exit_probed;
+		bpf_program__set_autoload(cast ? skel->progs.http_sys_exit_probed : skel->progs.http_sys_exit,
+					  false);
+		bpf_program__set_autoload(skel->progs.http_sock_recv, sock);
+		bpf_program__set_autoload(skel->progs.http_sock_send, sock);
+		bpf_program__set_autoload(skel->progs.http_tcp_destroy, sock);
+		have_sock = sock;
 		r = termline_http__load(skel);
+		if (r == 0)
+			break;
 	}
 	if (r < 0) {
 		fprintf(stderr, "bench-http-capture: load: %s\n", strerror(-r));
 		return 1;
 	}
+	if (strcmp(variant, "sock") == 0 && !have_sock) {
+		fprintf(stderr, "bench-http-capture: the sock variant does not load on this kernel\n");
+		return 1;
+	}
+	on_variant = strcmp(variant, "sock") == 0 || (strcmp(variant, "auto") == 0 && have_sock) ? V_SOCK
+											       : V_RAW;
+	printf("capture on: %s\n", on_variant == V_SOCK ? "sock (http_sock_recv, http_sock_send, http_tcp_destroy)"
+							: bpf_program__name(raw_prog));
 	printf("raw program: %s\n", bpf_program__name(raw_prog));
 	/* Program run time, counted by the kernel while this fd is open: two
 	 * clock reads more per program run, so the syscall variants run

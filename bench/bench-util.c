@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -126,4 +127,12 @@ int bench_pathf(char *buf, size_t len, const char *fmt, ...)
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+int bench_ensure_tracefs(void)
+{
+	if (access("/sys/kernel/tracing/events", F_OK) == 0 ||
+	    access("/sys/kernel/debug/tracing/events", F_OK) == 0)
+		return 0;
+	return mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL) < 0 ? -errno : 0;
 }

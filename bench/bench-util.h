@@ -12,6 +12,9 @@ uint64_t bench_now_ns(void);
 uint64_t bench_cpu_ns(void);
 /* Resident set size of the calling process (/proc/self/statm). 0 or -errno. */
 int bench_rss_bytes(uint64_t *ret);
+/* Mounts tracefs at /sys/kernel/tracing unless it (or debugfs' tracing) is
+ * there: classic tracepoints need it. 0 or -errno. */
+int bench_ensure_tracefs(void);
 /* Parses a decimal number within [min, max]. 0 or -EINVAL (*ret untouched). */
 int bench_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 /* Sum of the sizes of the regular files below dir (0 when it is missing). */

@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* HTTP/1.x on a tracked Pod's own TCP sockets, from one tp_btf program on
- * raw_syscalls/sys_exit: the syscall number and arguments come from the saved
- * user registers, the return value says how many bytes moved. Every process
- * on the node pays for the program running at each syscall exit while it is
- * attached (bench/README.md, "HTTP capture"), so the checks go from the
- * cheapest to the dearest and everything that is not ours returns at once:
- * syscall number, return value, tracked cgroup, fd -> file -> TCP socket,
- * then the connection's state. Only a bounded prefix of a buffer that starts
- * an HTTP/1.x message (or continues a head split across writes) is copied;
- * bodies never are. docs/http-capture.md. x86_64 syscall numbers. */
+/* HTTP/1.x on a tracked Pod's own TCP sockets. Three variants, the first the
+ * kernel loads is used (docs/http-capture.md, "Hooks"):
+ * - sock: tp_btf programs on the kernel's socket send and receive
+ *   tracepoints, which hand over the socket and the result, and on the TCP
+ *   socket's destruction for the connection's end; nothing runs at other
+ *   syscalls. The call and its buffer come from the task's saved user
+ *   registers; the connection's state is in the socket's own storage.
+ * - rdonly_cast / probe_read: one tp_btf program on raw_syscalls/sys_exit:
+ *   the syscall number and arguments come from the saved user registers,
+ *   the return value says how many bytes moved, fd -> file -> TCP socket is
+ *   walked (read-only casts, or a probe read per hop before 6.2). Every
+ *   process on the node pays for it at each syscall exit while it is
+ *   attached (bench/README.md, "HTTP capture").
+ * Checks go from the cheapest to the dearest and everything that is not
+ * ours returns at once. Only a bounded prefix of a buffer that starts an
+ * HTTP/1.x message (or continues a head split across writes) is copied;
+ * bodies never are. x86_64 syscall numbers. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -33,6 +40,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define S_IFSOCK 0140000
 #define IPPROTO_TCP 6
 #define SOCK_STREAM 1
+#define MSG_PEEK 2
 
 /* Bytes copied from a buffer that starts a message; set before load. */
 const volatile __u32 prefix_len = TL_HTTP_PREFIX_DEFAULT;
@@ -64,6 +72,15 @@ struct {
 	__type(key, __u64);
 	__type(value, struct tl_http_conn);
 } http_conns SEC(".maps");
+
+/* The sock variant's connection state: the socket's own storage, freed
+ * with it (no lookup by address, no aging, no delete). */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tl_http_conn);
+} http_sk_conns SEC(".maps");
 
 /* (tgid << 32 | fd) -> struct sock address, for connections with HTTP seen:
  * at close's exit the fd is gone, so the socket is found here. */
@@ -283,92 +300,104 @@ static __always_inline const __u8 *user_buf(long nr, struct pt_regs *regs, __u64
 	return iov.iov_base;
 }
 
-/* The program's body, for both variants of the fd walk (fd_sock). */
-static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const bool cast)
+/* The end of a connection: a CLOSE record (err: -ECONNRESET when the peer
+ * reset it and the process never read that) and its state dropped. */
+static __always_inline void conn_closed(__u64 cgid, __u64 sk_key, __s32 err)
 {
-	/* regs is a BTF pointer: a plain load, not a helper call, because
-	 * this line runs at every syscall exit on the node. */
-	long nr = regs->orig_ax;
-	bool is_read;
-	__u64 cgid, fd, sk_key, fd_key, buflen = 0, n, cp;
+	struct tl_http_conn *conn = bpf_map_lookup_elem(&http_conns, &sk_key);
+
+	if (!conn)
+		return;
+	if (conn->state != TL_HTTP_CONN_HTTP ||
+	    emit_small(TL_HTTP_REC_CLOSE, cgid, sk_key, err, conn)) {
+		bpf_map_delete_elem(&http_conns, &sk_key);
+		return;
+	}
+	/* The close did not fit in the ring: user space still holds this
+	 * connection's unanswered requests under the socket's address, which
+	 * the next socket allocated there reuses. Keep only the loss mark, so
+	 * that socket's first record tells user space to drop them instead of
+	 * pairing them with its answers. */
+	conn->state = 0;
+	conn->cont[0] = conn->cont[1] = 0;
+	conn->lost = 1;
+}
+
+/* Is nr one of the calls whose buffer user_buf() knows, on this side? */
+static __always_inline bool io_call(long nr, bool is_read)
+{
+	switch (nr) {
+	case NR_READ:
+	case NR_READV:
+	case NR_RECVFROM:
+	case NR_RECVMSG:
+		return is_read;
+	case NR_WRITE:
+	case NR_WRITEV:
+	case NR_SENDTO:
+	case NR_SENDMSG:
+		return !is_read;
+	}
+	return false;
+}
+
+/* Does a call that returned ret say anything: bytes moved, a read's end of
+ * stream, or the connection's failure? */
+static __always_inline bool io_result(long ret, bool is_read)
+{
+	return ret > 0 || (ret == 0 && is_read) || ret == -ECONNRESET || ret == -EPIPE;
+}
+
+static __always_inline bool cgroup_tracked(__u64 cgid)
+{
+	__u32 bit = tl_http_cg_filter_bit(cgid);
+
+	if (!(http_cg_filter[bit >> 6] & (1ULL << (bit & 63))))
+		return false;
+	return bpf_map_lookup_elem(&http_cgroups, &cgid) != NULL;
+}
+
+/* A read-like (is_read) or write-like call nr of a tracked process on the
+ * TCP socket sk returned ret; regs: its saved user registers.
+ * by_fd (the sys_exit variants): sk is a number or a read-only pointer; the
+ * state is in http_conns under its address, the record's key; the hook
+ * sees the close() of fd, not the socket's end, so the fd is kept to find
+ * the socket again then. Else (the sock variant) sk is the kernel's own
+ * pointer: the state is in the socket's storage and the record's key is
+ * its cookie, which no later socket reuses. */
+static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool is_read, __u64 cgid,
+				 struct sock *sk, __u64 fd, const bool by_fd)
+{
+	__u64 sk_key, fd_key = 0, buflen = 0, n, cp;
 	struct tl_http_conn *conn, fresh = {};
-	struct sock *sk;
 	const __u8 *buf;
 	__u32 tail = 0;
 	__u8 head[8] = {};
 	enum start st;
 	__u8 lost = 0;
 
-	switch (nr) {
-	case NR_READ:
-	case NR_READV:
-	case NR_RECVFROM:
-	case NR_RECVMSG:
-		is_read = true;
-		break;
-	case NR_WRITE:
-	case NR_WRITEV:
-	case NR_SENDTO:
-	case NR_SENDMSG:
-		is_read = false;
-		break;
-	case NR_CLOSE: {
-		__u64 *skp;
-
-		if (ret != 0)
-			return 0;
-		fd_key = (bpf_get_current_pid_tgid() & 0xffffffff00000000ULL) |
-			 (__u32)regs->di;
-		skp = bpf_map_lookup_elem(&http_fds, &fd_key);
-		if (!skp)
-			return 0;
-		sk_key = *skp;
-		bpf_map_delete_elem(&http_fds, &fd_key);
+	if (by_fd) {
+		sk_key = (__u64)sk;
 		conn = bpf_map_lookup_elem(&http_conns, &sk_key);
-		if (emit_small(TL_HTTP_REC_CLOSE, bpf_get_current_cgroup_id(), sk_key, 0, conn) ||
-		    !conn) {
-			bpf_map_delete_elem(&http_conns, &sk_key);
-			return 0;
-		}
-		/* The close did not fit in the ring: user space still holds
-		 * this connection's unanswered requests under the socket's
-		 * address, which the next socket allocated there reuses. Keep
-		 * only the loss mark, so that socket's first record tells user
-		 * space to drop them instead of pairing them with its answers. */
-		conn->state = 0;
-		conn->cont[0] = conn->cont[1] = 0;
-		conn->lost = 1;
-		return 0;
+	} else {
+		sk_key = bpf_get_socket_cookie(sk);
+		conn = bpf_sk_storage_get(&http_sk_conns, sk, NULL, 0);
 	}
-	default:
-		return 0;
-	}
-	if (ret <= 0 && !(ret == 0 && is_read) && ret != -ECONNRESET && ret != -EPIPE)
-		return 0;
-	cgid = bpf_get_current_cgroup_id();
-	{
-		__u32 bit = tl_http_cg_filter_bit(cgid);
-
-		if (!(http_cg_filter[bit >> 6] & (1ULL << (bit & 63))))
-			return 0;
-	}
-	if (!bpf_map_lookup_elem(&http_cgroups, &cgid))
-		return 0;
-	fd = regs->di;
-	sk = fd_sock(fd, cast);
-	if (!sk)
-		return 0;
-	sk_key = (__u64)sk;
-	conn = bpf_map_lookup_elem(&http_conns, &sk_key);
 	if (ret <= 0) {
 		/* The end of a connection that carried HTTP: pending requests
-		 * will get no answer. */
-		if (conn && conn->state == TL_HTTP_CONN_HTTP)
-			emit_small(ret == 0 ? TL_HTTP_REC_EOF : TL_HTTP_REC_ERROR, cgid, sk_key,
-				   (__s32)ret, conn);
+		 * will get no answer. User space forgets the connection at its
+		 * end of stream, so nothing more is sent for this socket, not
+		 * even its close: one record less per connection. (Not where
+		 * the state is kept by address: the mark would silence the
+		 * next socket there when this one's close is not seen.) */
+		if (conn && conn->state == TL_HTTP_CONN_HTTP &&
+		    emit_small(ret == 0 ? TL_HTTP_REC_EOF : TL_HTTP_REC_ERROR, cgid, sk_key, (__s32)ret,
+			       conn) &&
+		    ret == 0 && !by_fd)
+			conn->state = TL_HTTP_CONN_ENDED;
 		return 0;
 	}
-	if (conn && conn->state == TL_HTTP_CONN_NOT_HTTP)
+	if (conn && (conn->state == TL_HTTP_CONN_NOT_HTTP || conn->state == TL_HTTP_CONN_ENDED))
 		return 0;
 	buf = user_buf(nr, regs, &buflen);
 	if (!buf)
@@ -382,7 +411,10 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
 	if (st == START_NOT_HTTP) {
 		if (!conn) {
 			fresh.state = TL_HTTP_CONN_NOT_HTTP;
-			bpf_map_update_elem(&http_conns, &sk_key, &fresh, BPF_ANY);
+			if (by_fd)
+				bpf_map_update_elem(&http_conns, &sk_key, &fresh, BPF_ANY);
+			else
+				bpf_sk_storage_get(&http_sk_conns, sk, &fresh, BPF_SK_STORAGE_GET_F_CREATE);
 		}
 		return 0;
 	}
@@ -430,7 +462,8 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
 			count_drop(TL_HTTP_REC_DATA);
 			lost = 1;
 		}
-		fd_key = (id & 0xffffffff00000000ULL) | (__u32)fd;
+		if (by_fd)
+			fd_key = (id & 0xffffffff00000000ULL) | (__u32)fd;
 	}
 	/* A head that the whole copied buffer holds without its blank line
 	 * goes on in the next read or write on this side (not known when
@@ -449,7 +482,10 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
 				fresh.cont[0] = cont;
 			else
 				fresh.cont[1] = cont;
-			bpf_map_update_elem(&http_conns, &sk_key, &fresh, BPF_ANY);
+			if (by_fd)
+				bpf_map_update_elem(&http_conns, &sk_key, &fresh, BPF_ANY);
+			else
+				bpf_sk_storage_get(&http_sk_conns, sk, &fresh, BPF_SK_STORAGE_GET_F_CREATE);
 		} else {
 			conn->state = TL_HTTP_CONN_HTTP;
 			conn->lost = lost;
@@ -462,8 +498,117 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
 	/* The fd of a known connection is known already (a hash update per
 	 * record would be the dearest step here); dup()ed fds of it are not
 	 * followed to their close. */
-	if (!conn)
+	if (by_fd && !conn)
 		bpf_map_update_elem(&http_fds, &fd_key, &sk_key, BPF_ANY);
+	return 0;
+}
+
+/* The sys_exit variants' body, for both fd walks (fd_sock). */
+static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const bool cast)
+{
+	/* regs is a BTF pointer: a plain load, not a helper call, because
+	 * this line runs at every syscall exit on the node. */
+	long nr = regs->orig_ax;
+	bool is_read;
+	__u64 cgid, fd;
+	struct sock *sk;
+
+	switch (nr) {
+	case NR_READ:
+	case NR_READV:
+	case NR_RECVFROM:
+	case NR_RECVMSG:
+		is_read = true;
+		break;
+	case NR_WRITE:
+	case NR_WRITEV:
+	case NR_SENDTO:
+	case NR_SENDMSG:
+		is_read = false;
+		break;
+	case NR_CLOSE: {
+		__u64 *skp, fd_key, sk_key;
+
+		if (ret != 0)
+			return 0;
+		fd_key = (bpf_get_current_pid_tgid() & 0xffffffff00000000ULL) |
+			 (__u32)regs->di;
+		skp = bpf_map_lookup_elem(&http_fds, &fd_key);
+		if (!skp)
+			return 0;
+		sk_key = *skp;
+		bpf_map_delete_elem(&http_fds, &fd_key);
+		conn_closed(bpf_get_current_cgroup_id(), sk_key, 0);
+		return 0;
+	}
+	default:
+		return 0;
+	}
+	if (!io_result(ret, is_read))
+		return 0;
+	cgid = bpf_get_current_cgroup_id();
+	if (!cgroup_tracked(cgid))
+		return 0;
+	fd = regs->di;
+	sk = fd_sock(fd, cast);
+	if (!sk)
+		return 0;
+	return on_io(regs, nr, ret, is_read, cgid, sk, fd, true);
+}
+
+/* The socket variant's body: the kernel's own socket send and receive
+ * tracepoints (sock_sendmsg_nosec, sock_recvmsg_nosec; kernels >= 6.3) give
+ * the socket and the result, so nothing runs at the node's other syscalls
+ * and there is no fd walk; the call and its buffer come from the task's
+ * saved user registers. Calls whose buffer is not where user_buf() looks
+ * (sendfile, recvmmsg, io_uring, the kernel's own sockets) say nothing but
+ * the end of a connection. */
+static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, bool is_read)
+{
+	struct pt_regs *regs;
+	__u64 cgid;
+	long nr;
+
+	if (!io_result(ret, is_read) || (is_read && (flags & MSG_PEEK)))
+		return 0;
+	if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
+		return 0;
+	cgid = bpf_get_current_cgroup_id();
+	if (!cgroup_tracked(cgid))
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	nr = regs->orig_ax;
+	if (ret > 0 && !io_call(nr, is_read))
+		return 0;
+	return on_io(regs, nr, ret, is_read, cgid, sk, 0, false);
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(http_sock_recv, struct sock *sk, int ret, int flags)
+{
+	return on_sock_io(sk, ret, flags, true);
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(http_sock_send, struct sock *sk, int ret, int flags)
+{
+	return on_sock_io(sk, ret, flags, false);
+}
+
+/* The socket variant's end of a connection: the socket is destroyed once the
+ * process closed it and TCP is done with it, after the last read or write
+ * it could make. Any context, the process's or a softirq's: no cgroup is
+ * known. A reset the process never read is said with the close. The state
+ * goes with the socket; a close that does not fit in the ring leaves user
+ * space's pending requests to its idle expiry (the cookie is never reused). */
+SEC("tp_btf/tcp_destroy_sock")
+int BPF_PROG(http_tcp_destroy, struct sock *sk)
+{
+	struct tl_http_conn *conn = bpf_sk_storage_get(&http_sk_conns, sk, NULL, 0);
+
+	if (conn && conn->state == TL_HTTP_CONN_HTTP)
+		emit_small(TL_HTTP_REC_CLOSE, 0, bpf_get_socket_cookie(sk),
+			   sk->sk_err == ECONNRESET ? -ECONNRESET : 0, conn);
 	return 0;
 }
 

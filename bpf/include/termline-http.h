@@ -17,8 +17,11 @@
 enum tl_http_rec_kind {
 	TL_HTTP_REC_DATA = 1,   /* data[len] is the prefix of total bytes */
 	TL_HTTP_REC_ERROR = 2,  /* a read or write failed with -err (ECONNRESET, EPIPE) */
-	TL_HTTP_REC_EOF = 3,    /* a read returned 0: the peer closed its side */
-	TL_HTTP_REC_CLOSE = 4,  /* close() of the fd by this process */
+	TL_HTTP_REC_EOF = 3,    /* a read returned 0: the peer closed its side (the last record) */
+	/* The connection's end: close() of its fd by this process (sys_exit
+	 * variants) or the socket's destruction (sock variant: err is
+	 * -ECONNRESET for a reset the process never read). */
+	TL_HTTP_REC_CLOSE = 4,
 	TL_HTTP_REC_KIND_MAX = 5,
 };
 
@@ -33,7 +36,9 @@ struct tl_http_rec {
 	__u32 len;            /* bytes of data that follow */
 	__u64 ktime_ns;       /* CLOCK_BOOTTIME */
 	__u64 cgroup_id;
-	__u64 sock;           /* the struct sock's address: the connection's key */
+	/* The connection's key: the struct sock's address (sys_exit variants)
+	 * or the socket's cookie (sock variant, never reused). */
+	__u64 sock;
 	__u32 pid;
 	__u32 tgid;
 	__u32 total;          /* bytes the syscall moved (clamped to 2^32-1) */
@@ -57,6 +62,7 @@ static inline __u32 tl_http_cg_filter_bit(__u64 cgroup_id)
 /* Per-connection state the program keeps (value of the conns map). */
 #define TL_HTTP_CONN_HTTP 1     /* an HTTP/1.x message was seen */
 #define TL_HTTP_CONN_NOT_HTTP 2 /* TLS or HTTP/2: never copy again */
+#define TL_HTTP_CONN_ENDED 3    /* EOF sent: user space forgot it, say nothing more */
 
 struct tl_http_conn {
 	__u8 state;

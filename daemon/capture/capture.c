@@ -423,23 +423,8 @@ static void on_exchange(void *ud, const struct tl_http_exchange *x)
 static void on_rec(void *ud, const struct tl_http_rec *r, const uint8_t *data)
 {
 	struct tl_capture *c = ud;
-	int64_t t = (int64_t)r->ktime_ns;
 
-	if (r->flags & TL_HTTP_RF_LOST)
-		tl_http_tracker_lost(c->tracker, r->sock);
-	switch (r->kind) {
-	case TL_HTTP_REC_DATA:
-		tl_http_tracker_data(c->tracker, r->sock, r->tgid, r->cgroup_id,
-				     r->flags & TL_HTTP_RF_READ, data, r->len, r->total, t);
-		break;
-	case TL_HTTP_REC_ERROR:
-		tl_http_tracker_reset(c->tracker, r->sock, t);
-		break;
-	case TL_HTTP_REC_EOF:
-	case TL_HTTP_REC_CLOSE:
-		tl_http_tracker_close(c->tracker, r->sock, t);
-		break;
-	}
+	tl_http_tracker_record(c->tracker, r, data);
 }
 
 static struct window *find_window(struct tl_capture *c, const char *uid)

@@ -16,12 +16,22 @@ _Static_assert(sizeof(struct tl_http_rec) == 48, "wire record size");
 _Static_assert(sizeof(struct tl_http_conn) == 8, "conn state size");
 
 #define DRAIN_MS 10
+#define MAX_PROGS 3
+
+/* The hooks, from the cheapest for the node to the most widely loadable
+ * (docs/http-capture.md, "Hooks"): the kernel's socket send and receive
+ * tracepoints (>= 6.3), else raw sys_exit with the fd walk through
+ * bpf_rdonly_cast() (>= 6.2), else with a probe read per hop. */
+static const char *const variants[] = { "sock", "rdonly_cast", "probe_read" };
+#define N_VARIANTS (sizeof(variants) / sizeof(variants[0]))
 
 struct tl_http_bpf {
 	struct termline_http *skel;
-	struct bpf_program *prog; /* the sys_exit variant loaded */
+	struct bpf_program *progs[MAX_PROGS]; /* the variant's, attached together */
+	size_t n_progs;
 	const char *variant;
-	struct bpf_link *link;
+	struct bpf_link *links[MAX_PROGS];
+	bool attached;
 	struct ring_buffer *rb;
 	struct tl_loop *loop;
 	struct tl_timer *timer;
@@ -59,9 +69,8 @@ static uint32_t pow2_at_least(uint32_t v)
 	return p;
 }
 
-/* Opens and loads the object with one variant of the sys_exit program:
- * cast (bpf_rdonly_cast, kernels >= 6.2) or probe reads. */
-static int open_load(struct tl_http_bpf *b, const struct tl_http_bpf_config *cfg, bool cast,
+/* Opens and loads the object with the programs of one variant. */
+static int open_load(struct tl_http_bpf *b, const struct tl_http_bpf_config *cfg, const char *variant,
 		     char *err, size_t errlen)
 {
 	struct bpf_program *prog;
@@ -73,12 +82,26 @@ static int open_load(struct tl_http_bpf *b, const struct tl_http_bpf_config *cfg
 		snprintf(err, errlen, "HTTP capture: cannot open its BPF object: %s", strerror(-r));
 		return r;
 	}
-	b->prog = cast ? b->skel->progs.http_sys_exit : b->skel->progs.http_sys_exit_probed;
-	b->variant = cast ? "rdonly_cast" : "probe_read";
-	/* One variant; the classic twins are for bench/bench-http-capture only. */
-	bpf_object__for_each_program(prog, b->skel->obj)
-		if (prog != b->prog)
-			bpf_program__set_autoload(prog, false);
+	b->variant = variant;
+	b->n_progs = 0;
+	if (strcmp(variant, "sock") == 0) {
+		b->progs[b->n_progs++] = b->skel->progs.http_sock_recv;
+		b->progs[b->n_progs++] = b->skel->progs.http_sock_send;
+		b->progs[b->n_progs++] = b->skel->progs.http_tcp_destroy;
+	} else if (strcmp(variant, "rdonly_cast") == 0) {
+		b->progs[b->n_progs++] = b->skel->progs.http_sys_exit;
+	} else {
+		b->progs[b->n_progs++] = b->skel->progs.http_sys_exit_probed;
+	}
+	/* One variant; the classic twins and the floor are for
+	 * bench/bench-http-capture only. */
+	bpf_object__for_each_program(prog, b->skel->obj) {
+		bool mine = false;
+
+		for (size_t i = 0; i < b->n_progs; i++)
+			mine |= prog == b->progs[i];
+		bpf_program__set_autoload(prog, mine);
+	}
 	b->skel->rodata->prefix_len = cfg->prefix_bytes && cfg->prefix_bytes <= TL_HTTP_PREFIX_MAX
 					      ? cfg->prefix_bytes
 					      : TL_HTTP_PREFIX_DEFAULT;
@@ -90,11 +113,19 @@ static int open_load(struct tl_http_bpf *b, const struct tl_http_bpf_config *cfg
 	}
 	r = termline_http__load(b->skel);
 	if (r < 0) {
-		snprintf(err, errlen, "HTTP capture: cannot load tp_btf/sys_exit program (%s): %s",
-			 b->variant, strerror(-r));
+		snprintf(err, errlen, "HTTP capture: cannot load the %s variant of its BPF programs: %s",
+			 variant, strerror(-r));
 		return r;
 	}
 	return 0;
+}
+
+bool tl_http_bpf_variant_known(const char *variant)
+{
+	for (size_t i = 0; i < N_VARIANTS; i++)
+		if (strcmp(variant, variants[i]) == 0)
+			return true;
+	return false;
 }
 
 int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, void *userdata,
@@ -108,12 +139,23 @@ int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, voi
 	b->rb_fd = -1;
 	b->cb = cb;
 	b->ud = userdata;
-	r = open_load(b, cfg, !cfg->probe_reads, err, errlen);
-	if (r < 0 && !cfg->probe_reads) {
-		/* no bpf_rdonly_cast() here: every hop a probe read */
-		termline_http__destroy(b->skel);
-		b->skel = NULL;
-		r = open_load(b, cfg, false, err, errlen);
+	if (cfg->variant && strcmp(cfg->variant, "auto") != 0) {
+		if (!tl_http_bpf_variant_known(cfg->variant)) {
+			snprintf(err, errlen, "HTTP capture: no variant %s (sock, rdonly_cast, probe_read)",
+				 cfg->variant);
+			r = -EINVAL;
+			goto fail;
+		}
+		r = open_load(b, cfg, cfg->variant, err, errlen);
+	} else {
+		/* The first that loads: older kernels lack the tracepoints
+		 * of the first and the kfunc of the second. */
+		r = -ENOENT;
+		for (size_t i = 0; i < N_VARIANTS && r < 0; i++) {
+			termline_http__destroy(b->skel);
+			b->skel = NULL;
+			r = open_load(b, cfg, variants[i], err, errlen);
+		}
 	}
 	if (r < 0)
 		goto fail;
@@ -139,7 +181,8 @@ void tl_http_bpf_free(struct tl_http_bpf *b)
 {
 	if (!b)
 		return;
-	bpf_link__destroy(b->link);
+	for (size_t i = 0; i < MAX_PROGS; i++)
+		bpf_link__destroy(b->links[i]);
 	tl_timer_free(b->timer);
 	if (b->loop && b->rb_fd >= 0)
 		tl_loop_del_io(b->loop, b->rb_fd);
@@ -150,15 +193,22 @@ void tl_http_bpf_free(struct tl_http_bpf *b)
 
 int tl_http_bpf_attach(struct tl_http_bpf *b)
 {
-	struct bpf_link *l;
-
-	if (b->link)
+	if (b->attached)
 		return 0;
-	l = bpf_program__attach(b->prog);
-	if (!l)
-		return -errno;
-	b->link = l;
-	/* The ring is polled only while the program is attached. */
+	for (size_t i = 0; i < b->n_progs; i++) {
+		b->links[i] = bpf_program__attach(b->progs[i]);
+		if (!b->links[i]) {
+			int r = -errno;
+
+			while (i-- > 0) {
+				bpf_link__destroy(b->links[i]);
+				b->links[i] = NULL;
+			}
+			return r;
+		}
+	}
+	b->attached = true;
+	/* The ring is polled only while the programs are attached. */
 	if (b->timer)
 		tl_timer_arm(b->timer, DRAIN_MS, DRAIN_MS);
 	return 0;
@@ -166,10 +216,13 @@ int tl_http_bpf_attach(struct tl_http_bpf *b)
 
 void tl_http_bpf_detach(struct tl_http_bpf *b)
 {
-	if (!b->link)
+	if (!b->attached)
 		return;
-	bpf_link__destroy(b->link);
-	b->link = NULL;
+	for (size_t i = 0; i < b->n_progs; i++) {
+		bpf_link__destroy(b->links[i]);
+		b->links[i] = NULL;
+	}
+	b->attached = false;
 	if (b->timer)
 		tl_timer_disarm(b->timer);
 	tl_http_bpf_drain(b);
@@ -177,7 +230,7 @@ void tl_http_bpf_detach(struct tl_http_bpf *b)
 
 bool tl_http_bpf_attached(const struct tl_http_bpf *b)
 {
-	return b->link != NULL;
+	return b->attached;
 }
 
 int tl_http_bpf_drain(struct tl_http_bpf *b)
@@ -195,7 +248,7 @@ static void on_drain_timer(struct tl_loop *loop _unused_, struct tl_timer *t _un
 {
 	struct tl_http_bpf *b = ud;
 
-	if (b->link)
+	if (b->attached)
 		tl_http_bpf_drain(b);
 }
 
@@ -208,7 +261,7 @@ int tl_http_bpf_attach_loop(struct tl_http_bpf *b, struct tl_loop *loop)
 	if (r < 0)
 		return r;
 	b->loop = loop;
-	return tl_loop_add_timer(loop, b->link ? DRAIN_MS : 0, b->link ? DRAIN_MS : 0, on_drain_timer, b,
+	return tl_loop_add_timer(loop, b->attached ? DRAIN_MS : 0, b->attached ? DRAIN_MS : 0, on_drain_timer, b,
 				 &b->timer);
 }
 

@@ -7,17 +7,19 @@
 #include "termline-http.h"
 
 /* The kernel half of HTTP capture (bpf/http.bpf.c): loaded once, attached
- * and detached as capture windows open and close (an attached syscall
- * program costs every process on the node, docs/http-capture.md). Its own
+ * and detached as capture windows open and close (attached programs cost
+ * every process on the node that uses a socket, or every syscall for the
+ * sys_exit variants: docs/http-capture.md). Its own
  * ring buffer, tracked-cgroup set and drop counters. */
 struct tl_http_bpf;
 
 struct tl_http_bpf_config {
 	uint32_t prefix_bytes;   /* 1..TL_HTTP_PREFIX_MAX; 0 = TL_HTTP_PREFIX_DEFAULT */
 	uint32_t ringbuf_bytes;  /* power of two >= 4096; 0 = 4 MiB */
-	/* The fd walk by probe reads even where bpf_rdonly_cast() loads
-	 * (tests and benches; by default it is the fallback). */
-	bool probe_reads;
+	/* Which hooks: NULL or "auto" (the first that loads of "sock",
+	 * "rdonly_cast", "probe_read"), else that one only (tests and benches;
+	 * docs/http-capture.md, "Hooks"). */
+	const char *variant;
 };
 
 /* One ring record: data holds rec->len bytes (DATA records). */
@@ -27,8 +29,11 @@ typedef void (*tl_http_rec_cb)(void *userdata, const struct tl_http_rec *rec, co
 int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, void *userdata,
 		    struct tl_http_bpf **ret, char *err, size_t errlen);
 void tl_http_bpf_free(struct tl_http_bpf *b);
-/* How the loaded program walks fd -> socket: "rdonly_cast" or "probe_read". */
+/* The hooks loaded: "sock" (socket send/receive tracepoints and the TCP
+ * socket's destruction), "rdonly_cast" or "probe_read" (raw sys_exit, the
+ * fd walk by plain loads or by probe reads). */
 const char *tl_http_bpf_variant(const struct tl_http_bpf *b);
+bool tl_http_bpf_variant_known(const char *variant);
 
 int tl_http_bpf_attach(struct tl_http_bpf *b);
 /* Drains the ring, then detaches. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "http-pair.h"
+#include "termline-http.h"
 
 #define BUCKETS 4096
 /* Pending requests a connection has room for at first. */
@@ -452,6 +453,34 @@ void tl_http_tracker_close(struct tl_http_tracker *t, uint64_t conn, int64_t ts_
 		return;
 	fail_pending(t, c, c->was_reset ? "reset" : "closed", ts_ns);
 	conn_remove(t, c);
+}
+
+void tl_http_tracker_record(struct tl_http_tracker *t, const struct tl_http_rec *r,
+			    const uint8_t *data)
+{
+	int64_t ts = (int64_t)r->ktime_ns;
+
+	if (r->flags & TL_HTTP_RF_LOST)
+		tl_http_tracker_lost(t, r->sock);
+	switch (r->kind) {
+	case TL_HTTP_REC_DATA:
+		tl_http_tracker_data(t, r->sock, r->tgid, r->cgroup_id, r->flags & TL_HTTP_RF_READ, data,
+				     r->len, r->total, ts);
+		break;
+	case TL_HTTP_REC_ERROR:
+		tl_http_tracker_reset(t, r->sock, ts);
+		break;
+	case TL_HTTP_REC_CLOSE:
+		/* The socket's end that carries a reset the process never
+		 * read (the sock variant) */
+		if (r->err == -ECONNRESET)
+			tl_http_tracker_reset(t, r->sock, ts);
+		tl_http_tracker_close(t, r->sock, ts);
+		break;
+	case TL_HTTP_REC_EOF:
+		tl_http_tracker_close(t, r->sock, ts);
+		break;
+	}
 }
 
 void tl_http_tracker_expire(struct tl_http_tracker *t, int64_t before_ns)

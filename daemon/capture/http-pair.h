@@ -68,6 +68,11 @@ void tl_http_tracker_lost(struct tl_http_tracker *t, uint64_t conn);
 /* The connection closed: pending requests get status 0, error "closed"
  * (or "reset" after a reset); its state is freed. */
 void tl_http_tracker_close(struct tl_http_tracker *t, uint64_t conn, int64_t ts_ns);
+/* One record of the kernel's ring (bpf/include/termline-http.h; data: its
+ * rec->len bytes), handed to the calls above. */
+struct tl_http_rec;
+void tl_http_tracker_record(struct tl_http_tracker *t, const struct tl_http_rec *rec,
+			    const uint8_t *data);
 /* Connections without data since before ts_ns are closed ("closed"). */
 void tl_http_tracker_expire(struct tl_http_tracker *t, int64_t before_ns);
 

@@ -7,8 +7,9 @@
  * SIGUSR2 tracks them again (the kernel's cgroup filter bit is cleared and
  * set back). Driven by
  * tests/bpf/test-http-capture.py. Needs root.
- *   http-capture-driver [--prefix N] [--ring BYTES] CGROUP_ID...
- * Prints "ready" once attached. */
+ *   http-capture-driver [--prefix N] [--ring BYTES] [--variant V] CGROUP_ID...
+ * V: auto (default), sock, rdonly_cast or probe_read (http-bpf.h). Prints
+ * "ready VARIANT" once attached. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,23 +48,7 @@ static void on_exchange(void *ud _unused_, const struct tl_http_exchange *x)
 
 static void on_rec(void *ud _unused_, const struct tl_http_rec *r, const uint8_t *data)
 {
-	int64_t t = (int64_t)r->ktime_ns;
-
-	if (r->flags & TL_HTTP_RF_LOST)
-		tl_http_tracker_lost(tracker, r->sock);
-	switch (r->kind) {
-	case TL_HTTP_REC_DATA:
-		tl_http_tracker_data(tracker, r->sock, r->tgid, r->cgroup_id, r->flags & TL_HTTP_RF_READ,
-				     data, r->len, r->total, t);
-		break;
-	case TL_HTTP_REC_ERROR:
-		tl_http_tracker_reset(tracker, r->sock, t);
-		break;
-	case TL_HTTP_REC_EOF:
-	case TL_HTTP_REC_CLOSE:
-		tl_http_tracker_close(tracker, r->sock, t);
-		break;
-	}
+	tl_http_tracker_record(tracker, r, data);
 }
 
 static int on_signal(struct tl_loop *loop, int fd, uint32_t ev _unused_, void *ud _unused_)
@@ -104,10 +89,8 @@ int main(int argc, char **argv)
 			bc.prefix_bytes = (uint32_t)atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--ring") == 0)
 			bc.ringbuf_bytes = (uint32_t)atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--fd-walk") == 0 && strcmp(argv[i + 1], "probe_read") == 0)
-			bc.probe_reads = true;
-		else if (strcmp(argv[i], "--fd-walk") == 0 && strcmp(argv[i + 1], "auto") == 0)
-			bc.probe_reads = false;
+		else if (strcmp(argv[i], "--variant") == 0)
+			bc.variant = argv[i + 1];
 		else
 			return 2;
 		i += 2;

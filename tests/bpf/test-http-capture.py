@@ -144,7 +144,7 @@ class Driver:
         line = self.p.stdout.readline().split()
         if line[:1] != ["ready"] or len(line) != 2:
             raise AssertionError(f"driver did not start: {line!r} {self.p.stderr.read()}")
-        self.variant = line[1]  # how the program walks fd -> socket
+        self.variant = line[1]  # the hooks loaded (http-bpf.h)
         self.lines = []
         self.t = threading.Thread(target=self.read, daemon=True)
         self.t.start()
@@ -260,10 +260,10 @@ def main():
     d = None
     try:
         d = Driver([os.stat(tracked).st_ino])
-        # bpf_rdonly_cast() is there from 6.2 on: the program without a
-        # probe read per hop loads
+        # The socket send/receive tracepoints are there from 6.3 on,
+        # bpf_rdonly_cast() from 6.2: the cheapest variant that loads
         release = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
-        want_variant = "rdonly_cast" if release >= (6, 2) else "probe_read"
+        want_variant = "sock" if release >= (6, 3) else "rdonly_cast" if release >= (6, 2) else "probe_read"
         assert d.variant == want_variant, f"kernel {os.uname().release}: loaded {d.variant}, want {want_variant}"
         me = os.path.abspath(__file__)
         py_port, ng_port, un_port, sp_port = E.free_port(), E.free_port(), E.free_port(), E.free_port()
@@ -410,29 +410,34 @@ def main():
         d = None
         assert "dropped 0" in stderr, stderr
 
-        # The fallback for kernels without bpf_rdonly_cast(), a probe read
-        # per hop of the fd walk: the same answers, nothing from the
+        # The raw sys_exit fallbacks, for kernels without the socket
+        # tracepoints: the fd walk through bpf_rdonly_cast() (>= 6.2) and a
+        # probe read per hop (older). The same answers, nothing from the
         # untracked server
-        d = Driver([os.stat(tracked).st_ino], ["--fd-walk", "probe_read"])
-        assert d.variant == "probe_read", d.variant
-        # (the Python server closed its listener above: nginx)
-        c = http.client.HTTPConnection("127.0.0.1", ng_port, timeout=5)
-        assert [get(c, "/index.html", "pr-1"), get(c, "/missing", "pr-2")] == [200, 404]
-        c.close()
-        c = http.client.HTTPConnection("127.0.0.1", ng_port, timeout=5)
-        assert get(c, "/index.html", "pr-ng") == 200
-        c.close()
-        c = http.client.HTTPConnection("127.0.0.1", un_port, timeout=5)
-        assert get(c, "/a", "pr-untracked") == 200
-        c.close()
-        expect(d, "pr-1", 200)
-        expect(d, "pr-2", 404)
-        expect(d, "pr-ng", 200)
-        time.sleep(0.3)
-        assert not d.by_id("pr-untracked"), d.by_id("pr-untracked")
-        stderr = d.stop()
-        d = None
-        assert "dropped 0" in stderr, stderr
+        for variant in ("rdonly_cast", "probe_read"):
+            if variant == "rdonly_cast" and release < (6, 2):
+                continue
+            d = Driver([os.stat(tracked).st_ino], ["--variant", variant])
+            assert d.variant == variant, (variant, d.variant)
+            p = variant[:2] + "-"
+            # (the Python server closed its listener above: nginx)
+            c = http.client.HTTPConnection("127.0.0.1", ng_port, timeout=5)
+            assert [get(c, "/index.html", p + "1"), get(c, "/missing", p + "2")] == [200, 404]
+            c.close()
+            c = http.client.HTTPConnection("127.0.0.1", ng_port, timeout=5)
+            assert get(c, "/index.html", p + "ng") == 200
+            c.close()
+            c = http.client.HTTPConnection("127.0.0.1", un_port, timeout=5)
+            assert get(c, "/a", p + "untracked") == 200
+            c.close()
+            expect(d, p + "1", 200)
+            expect(d, p + "2", 404)
+            expect(d, p + "ng", 200)
+            time.sleep(0.3)
+            assert not d.by_id(p + "untracked"), d.by_id(p + "untracked")
+            stderr = d.stop()
+            d = None
+            assert "dropped 0" in stderr, stderr
 
         # A ring too small for the load: what is lost is counted, never
         # silent, and what arrives is still paired right: requests for 200

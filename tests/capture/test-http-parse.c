@@ -10,6 +10,7 @@
 
 #include "http-pair.h"
 #include "http-parse.h"
+#include "termline-http.h"
 #include "../check-run.h"
 
 static const struct tl_http_want want = { .names = { "x-request-id", "traceparent" }, .n = 2 };
@@ -295,6 +296,66 @@ START_TEST(test_pending_grows_in_order)
 }
 END_TEST
 
+/* The kernel's records as the ring hands them over (tl_http_tracker_record):
+ * DATA, the end of stream, and the sock variant's CLOSE at the socket's
+ * destruction, which carries a reset the process never read. */
+static void rec(struct tl_http_tracker *t, uint16_t kind, uint16_t flags, uint64_t key, int32_t err,
+		const char *data, int64_t ts)
+{
+	struct tl_http_rec r = {
+		.kind = kind,
+		.flags = flags,
+		.len = data ? (uint32_t)strlen(data) : 0,
+		.ktime_ns = (uint64_t)ts,
+		.cgroup_id = 77,
+		.sock = key,
+		.pid = 10,
+		.tgid = 10,
+		.total = data ? (uint32_t)strlen(data) : 0,
+		.err = err,
+	};
+
+	tl_http_tracker_record(t, &r, (const uint8_t *)data);
+}
+
+START_TEST(test_records)
+{
+	struct tl_http_tracker *t = tracker(0, 0);
+
+	/* read a request, wrote its answer, read the next: the socket is
+	 * destroyed after a reset the process never read */
+	rec(t, TL_HTTP_REC_DATA, TL_HTTP_RF_READ, 9, 0, REQ("a"), 1);
+	rec(t, TL_HTTP_REC_DATA, 0, 9, 0, RESP("200 OK"), 2);
+	rec(t, TL_HTTP_REC_DATA, TL_HTTP_RF_READ, 9, 0, REQ("b"), 3);
+	rec(t, TL_HTTP_REC_CLOSE, 0, 9, -ECONNRESET, NULL, 4);
+	ck_assert_int_eq(ngot, 2);
+	expect(0, "a", 200, NULL, TL_HTTP_DIR_INBOUND);
+	ck_assert_uint_eq(got[0].cgroup_id, 77);
+	expect(1, "b", 0, "reset", TL_HTTP_DIR_INBOUND);
+	ck_assert_int_eq(got[1].end_ns, 4);
+
+	/* a plain close: "closed" */
+	rec(t, TL_HTTP_REC_DATA, TL_HTTP_RF_READ, 10, 0, REQ("c"), 5);
+	rec(t, TL_HTTP_REC_CLOSE, 0, 10, 0, NULL, 6);
+	expect(2, "c", 0, "closed", TL_HTTP_DIR_INBOUND);
+
+	/* the end of stream ends the connection; a read error is a reset */
+	rec(t, TL_HTTP_REC_DATA, TL_HTTP_RF_READ, 11, 0, REQ("d"), 7);
+	rec(t, TL_HTTP_REC_EOF, 0, 11, 0, NULL, 8);
+	expect(3, "d", 0, "closed", TL_HTTP_DIR_INBOUND);
+	rec(t, TL_HTTP_REC_DATA, TL_HTTP_RF_READ, 12, 0, REQ("e"), 9);
+	rec(t, TL_HTTP_REC_ERROR, 0, 12, -ECONNRESET, NULL, 10);
+	expect(4, "e", 0, "reset", TL_HTTP_DIR_INBOUND);
+
+	/* a loss mark: what was pending is dropped, not paired with the
+	 * answer that follows */
+	rec(t, TL_HTTP_REC_DATA, TL_HTTP_RF_READ, 13, 0, REQ("f"), 11);
+	rec(t, TL_HTTP_REC_DATA, TL_HTTP_RF_LOST, 13, 0, RESP("200 OK"), 12);
+	ck_assert_int_eq(ngot, 5);
+	tl_http_tracker_free(t);
+}
+END_TEST
+
 START_TEST(test_head_and_chunked)
 {
 	struct tl_http_tracker *t = tracker(0, 0);
@@ -466,6 +527,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_pending_grows_in_order);
 	tcase_add_test(tc, test_head_and_chunked);
 	tcase_add_test(tc, test_reset_close_upgrade);
+	tcase_add_test(tc, test_records);
 	tcase_add_test(tc, test_not_http_and_midstream);
 	tcase_add_test(tc, test_bounds);
 	tcase_add_test(tc, test_split_everywhere);
