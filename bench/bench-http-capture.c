@@ -86,7 +86,7 @@ static int on_variant;
  * bit. One cgroup tracked at a time here, so no counts per bit. */
 static int track(uint64_t cgid, bool on)
 {
-	int fd = bpf_map__fd(skel->maps.http_cgroups);
+	int fd = bpf_map__fd(skel->maps.http_cgroups), r;
 	uint32_t bit = tl_http_cg_filter_bit(cgid);
 	uint8_t one = 1;
 
@@ -99,7 +99,9 @@ static int track(uint64_t cgid, bool on)
 	}
 	__atomic_fetch_and(&skel->bss->http_cg_filter[bit / 64], ~(1ULL << (bit % 64)),
 			   __ATOMIC_RELEASE);
-	return bpf_map_delete_elem(fd, &cgid) < 0 && errno != ENOENT ? -errno : 0;
+	r = bpf_map_delete_elem(fd, &cgid) < 0 && errno != ENOENT ? -errno : 0;
+	__atomic_fetch_add(&skel->bss->http_track_gen, 1, __ATOMIC_RELEASE);
+	return r;
 }
 
 enum variant { V_NONE, V_EMPTY, V_RAW, V_CLASSIC, V_SOCK, V_MAX };

@@ -55,6 +55,10 @@ struct {
 /* The filter in front of http_cgroups (termline-http.h), written by user
  * space through the mmapped .bss. */
 __u64 http_cg_filter[TL_HTTP_CG_FILTER_WORDS];
+/* Bumped by user space after each cgroup it stops tracking: a socket whose
+ * state was written at the current generation belongs to a cgroup tracked
+ * then and still, and the sock variant skips the filter and the map for it. */
+__u32 http_track_gen;
 
 /* cgroup v2 id -> 1: the Pods' containers, written by user space. */
 struct {
@@ -364,25 +368,21 @@ static __always_inline bool cgroup_tracked(__u64 cgid)
  * sees the close() of fd, not the socket's end, so the fd is kept to find
  * the socket again then. Else (the sock variant) sk is the kernel's own
  * pointer: the state is in the socket's storage and the record's key is
- * its cookie, which no later socket reuses. */
+ * its cookie, which no later socket reuses. conn: the state the caller
+ * found, or NULL; gen: the tracking generation the caller checked the
+ * cgroup at, kept with the state. */
 static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool is_read, __u64 cgid,
-				 struct sock *sk, __u64 fd, const bool by_fd)
+				 struct sock *sk, struct tl_http_conn *conn, __u32 gen, __u64 fd,
+				 const bool by_fd)
 {
-	__u64 sk_key, fd_key = 0, buflen = 0, n, cp;
-	struct tl_http_conn *conn, fresh = {};
+	__u64 sk_key = by_fd ? (__u64)sk : bpf_get_socket_cookie(sk), fd_key = 0, buflen = 0, n, cp;
+	struct tl_http_conn fresh = { .gen = gen };
 	const __u8 *buf;
 	__u32 tail = 0;
 	__u8 head[8] = {};
 	enum start st;
 	__u8 lost = 0;
 
-	if (by_fd) {
-		sk_key = (__u64)sk;
-		conn = bpf_map_lookup_elem(&http_conns, &sk_key);
-	} else {
-		sk_key = bpf_get_socket_cookie(sk);
-		conn = bpf_sk_storage_get(&http_sk_conns, sk, NULL, 0);
-	}
 	if (ret <= 0) {
 		/* The end of a connection that carried HTTP: pending requests
 		 * will get no answer. User space forgets the connection at its
@@ -489,6 +489,7 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 		} else {
 			conn->state = TL_HTTP_CONN_HTTP;
 			conn->lost = lost;
+			conn->gen = gen;
 			if (is_read)
 				conn->cont[0] = cont;
 			else
@@ -510,7 +511,7 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
 	 * this line runs at every syscall exit on the node. */
 	long nr = regs->orig_ax;
 	bool is_read;
-	__u64 cgid, fd;
+	__u64 cgid, fd, sk_key;
 	struct sock *sk;
 
 	switch (nr) {
@@ -527,7 +528,7 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
 		is_read = false;
 		break;
 	case NR_CLOSE: {
-		__u64 *skp, fd_key, sk_key;
+		__u64 *skp, fd_key;
 
 		if (ret != 0)
 			return 0;
@@ -553,7 +554,9 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
 	sk = fd_sock(fd, cast);
 	if (!sk)
 		return 0;
-	return on_io(regs, nr, ret, is_read, cgid, sk, fd, true);
+	sk_key = (__u64)sk;
+	return on_io(regs, nr, ret, is_read, cgid, sk, bpf_map_lookup_elem(&http_conns, &sk_key), 0, fd,
+		     true);
 }
 
 /* The socket variant's body: the kernel's own socket send and receive
@@ -565,22 +568,32 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
  * the end of a connection. */
 static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, bool is_read)
 {
+	struct tl_http_conn *conn;
 	struct pt_regs *regs;
 	__u64 cgid;
+	__u32 gen;
 	long nr;
 
 	if (!io_result(ret, is_read) || (is_read && (flags & MSG_PEEK)))
 		return 0;
 	if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
 		return 0;
+	/* The socket's own state first: a field of the socket, NULL for
+	 * every socket no tracked process ever sent HTTP on. */
+	conn = bpf_sk_storage_get(&http_sk_conns, sk, NULL, 0);
+	if (conn && (conn->state == TL_HTTP_CONN_NOT_HTTP || conn->state == TL_HTTP_CONN_ENDED))
+		return 0;
+	/* Read before the check, kept with the state after it: an untracking
+	 * in between makes the next record check again. */
+	gen = *(volatile __u32 *)&http_track_gen;
 	cgid = bpf_get_current_cgroup_id();
-	if (!cgroup_tracked(cgid))
+	if (!(conn && conn->gen == gen) && !cgroup_tracked(cgid))
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	nr = regs->orig_ax;
 	if (ret > 0 && !io_call(nr, is_read))
 		return 0;
-	return on_io(regs, nr, ret, is_read, cgid, sk, 0, false);
+	return on_io(regs, nr, ret, is_read, cgid, sk, conn, gen, 0, false);
 }
 
 SEC("tp_btf/sock_recv_length")

@@ -68,5 +68,5 @@ struct tl_http_conn {
 	__u8 state;
 	__u8 cont[2];         /* [read, write]: a head on that side continues */
 	__u8 lost;            /* a record of this connection did not fit in the ring */
-	__u8 _pad[4];
+	__u32 gen;            /* sock variant: http_track_gen when last written */
 };

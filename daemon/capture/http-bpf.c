@@ -111,6 +111,15 @@ static int open_load(struct tl_http_bpf *b, const struct tl_http_bpf_config *cfg
 		snprintf(err, errlen, "HTTP capture: ring buffer size: %s", strerror(-r));
 		return r;
 	}
+	/* The sock variant keeps its state in the sockets' storage: the
+	 * sys_exit variants' preallocated hashes (~9 MiB of kernel memory)
+	 * shrink to one entry. */
+	if (strcmp(variant, "sock") == 0 &&
+	    ((r = bpf_map__set_max_entries(b->skel->maps.http_conns, 1)) < 0 ||
+	     (r = bpf_map__set_max_entries(b->skel->maps.http_fds, 1)) < 0)) {
+		snprintf(err, errlen, "HTTP capture: map size: %s", strerror(-r));
+		return r;
+	}
 	r = termline_http__load(b->skel);
 	if (r < 0) {
 		snprintf(err, errlen, "HTTP capture: cannot load the %s variant of its BPF programs: %s",
@@ -292,6 +301,9 @@ int tl_http_bpf_untrack_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 	if (b->cg_refs[bit] > 0 && --b->cg_refs[bit] == 0)
 		__atomic_fetch_and(&b->skel->bss->http_cg_filter[bit / 64], ~(1ULL << (bit % 64)),
 				   __ATOMIC_RELEASE);
+	/* After the map and the filter: sockets whose state says "tracked"
+	 * are checked again from their next record on. */
+	__atomic_fetch_add(&b->skel->bss->http_track_gen, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 

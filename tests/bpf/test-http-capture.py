@@ -357,19 +357,29 @@ def main():
         c.close()
 
         # a cgroup untracked (its bit in the kernel's filter cleared, its map
-        # entry deleted) produces nothing; tracked again, it is seen again
+        # entry deleted) produces nothing; tracked again, it is seen again.
+        # Also on a keep-alive connection the kernel already holds state for
+        # (the sock variant then skips the cgroup check until an untracking)
+        ka = http.client.HTTPConnection("127.0.0.1", ng_port, timeout=5)
+        assert get(ka, "/index.html", "ka-tracked-1") == 200
+        expect(d, "ka-tracked-1", 200)
         d.p.send_signal(signal.SIGUSR1)
         time.sleep(1)
         c = http.client.HTTPConnection("127.0.0.1", py_port, timeout=5)
         assert get(c, "/a", "untracked-again-1") == 200
         c.close()
+        assert get(ka, "/index.html", "ka-untracked") == 200
         d.p.send_signal(signal.SIGUSR2)
         time.sleep(1)
         c = http.client.HTTPConnection("127.0.0.1", py_port, timeout=5)
         assert get(c, "/a", "tracked-again-1") == 200
         c.close()
+        assert get(ka, "/index.html", "ka-tracked-2") == 200
+        ka.close()
         expect(d, "tracked-again-1", 200)
+        expect(d, "ka-tracked-2", 200)
         assert not d.by_id("untracked-again-1"), d.by_id("untracked-again-1")
+        assert not d.by_id("ka-untracked"), d.by_id("ka-untracked")
 
         # the listener closes mid-load: the request in flight is answered
         # and recorded; connections after it are refused and leave nothing
