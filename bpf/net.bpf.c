@@ -175,42 +175,51 @@ static __always_inline void count_accepted(const struct sock *sk, __u64 cgid)
 	c->last_ns = bpf_ktime_get_boot_ns();
 }
 
-/* Not a ring-buffer kind: the accept counter's branch below. */
-#define KIND_ACCEPTED 0xffff
+/* What a TCP state change is to the agent. */
+enum state_use {
+	USE_LISTENER, /* a listener opened or closed: a ring event */
+	USE_CLOSED,   /* an established connection left ESTABLISHED: counted */
+	USE_ACCEPTED, /* a handshake completed on the server side: counted */
+};
 
 static __always_inline int handle_set_state(const struct sock *sk, int oldstate, int newstate)
 {
 	struct tl_ev_sock *e;
+	enum state_use use;
 	__u32 flags = 0;
-	__u16 kind;
+	__u16 kind = 0;
 	__u64 cgid;
 
 	/* The states first: every TCP connection passes here ~10 times on
 	 * each end, and most transitions are none of these (no helper call
 	 * for them). */
-	if (newstate == TCP_LISTEN)
+	if (newstate == TCP_LISTEN) {
+		use = USE_LISTENER;
 		kind = TL_EV_LISTEN;
-	/* A child socket is cloned from its listener with sk_state LISTEN and
-	 * then moved to SYN_RECV (inet_csk_clone_lock), which also fires this
-	 * tracepoint: only LISTEN -> CLOSE is a listener going away. */
-	else if (oldstate == TCP_LISTEN && newstate == TCP_CLOSE)
+	} else if (oldstate == TCP_LISTEN && newstate == TCP_CLOSE) {
+		/* A child socket is cloned from its listener with sk_state
+		 * LISTEN and then moved to SYN_RECV (inet_csk_clone_lock),
+		 * which also fires this tracepoint: only LISTEN -> CLOSE is a
+		 * listener going away. */
+		use = USE_LISTENER;
 		kind = TL_EV_LISTEN_CLOSED;
-	else if (oldstate == TCP_ESTABLISHED)
-		kind = 0;
-	else if (oldstate == TCP_SYN_RECV && newstate == TCP_ESTABLISHED)
-		kind = KIND_ACCEPTED;
-	else
+	} else if (oldstate == TCP_ESTABLISHED) {
+		use = USE_CLOSED;
+	} else if (oldstate == TCP_SYN_RECV && newstate == TCP_ESTABLISHED) {
+		use = USE_ACCEPTED;
+	} else {
 		return 0;
+	}
 	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
 	cgid = sock_cgroup(sk, &flags);
 	if (!tl_cgroup_tracked(cgid))
 		return 0;
-	if (!kind) {
+	if (use == USE_CLOSED) {
 		count_closed(cgid);
 		return 0;
 	}
-	if (kind == KIND_ACCEPTED) {
+	if (use == USE_ACCEPTED) {
 		/* softirq: current's cgroup is no answer */
 		if (flags & TL_EVF_SOCK_CGROUP)
 			count_accepted(sk, cgid);
