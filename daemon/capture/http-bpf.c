@@ -112,7 +112,7 @@ static int open_load(struct tl_http_bpf *b, const struct tl_http_bpf_config *cfg
 		return r;
 	}
 	/* The sock variant keeps its state in the sockets' storage: the
-	 * sys_exit variants' preallocated hashes (~9 MiB of kernel memory)
+	 * sys_exit variants' preallocated hashes (~10 MiB of kernel memory)
 	 * shrink to one entry. */
 	if (strcmp(variant, "sock") == 0 &&
 	    ((r = bpf_map__set_max_entries(b->skel->maps.http_conns, 1)) < 0 ||
@@ -129,12 +129,18 @@ static int open_load(struct tl_http_bpf *b, const struct tl_http_bpf_config *cfg
 	return 0;
 }
 
-bool tl_http_bpf_variant_known(const char *variant)
+/* The variant's own name (static), or NULL when there is none. */
+static const char *variant_name(const char *variant)
 {
 	for (size_t i = 0; i < N_VARIANTS; i++)
 		if (strcmp(variant, variants[i]) == 0)
-			return true;
-	return false;
+			return variants[i];
+	return NULL;
+}
+
+bool tl_http_bpf_variant_known(const char *variant)
+{
+	return variant_name(variant) != NULL;
 }
 
 int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, void *userdata,
@@ -149,13 +155,15 @@ int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, voi
 	b->cb = cb;
 	b->ud = userdata;
 	if (cfg->variant && strcmp(cfg->variant, "auto") != 0) {
-		if (!tl_http_bpf_variant_known(cfg->variant)) {
+		const char *v = variant_name(cfg->variant);
+
+		if (!v) {
 			snprintf(err, errlen, "HTTP capture: no variant %s (sock, rdonly_cast, probe_read)",
 				 cfg->variant);
 			r = -EINVAL;
 			goto fail;
 		}
-		r = open_load(b, cfg, cfg->variant, err, errlen);
+		r = open_load(b, cfg, v, err, errlen);
 	} else {
 		/* The first that loads: older kernels lack the tracepoints
 		 * of the first and the kfunc of the second. */
