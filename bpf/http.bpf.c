@@ -304,45 +304,25 @@ static __always_inline const __u8 *user_buf(long nr, struct pt_regs *regs, __u64
 	return iov.iov_base;
 }
 
-/* The end of a connection: a CLOSE record (err: -ECONNRESET when the peer
- * reset it and the process never read that) and its state dropped. */
-static __always_inline void conn_closed(__u64 cgid, __u64 sk_key, __s32 err)
-{
-	struct tl_http_conn *conn = bpf_map_lookup_elem(&http_conns, &sk_key);
+/* The side of a call whose buffer user_buf() knows: IO_READ, IO_WRITE, or
+ * IO_NONE for any other syscall. */
+enum io_side { IO_NONE, IO_READ, IO_WRITE };
 
-	if (!conn)
-		return;
-	if (conn->state != TL_HTTP_CONN_HTTP ||
-	    emit_small(TL_HTTP_REC_CLOSE, cgid, sk_key, err, conn)) {
-		bpf_map_delete_elem(&http_conns, &sk_key);
-		return;
-	}
-	/* The close did not fit in the ring: user space still holds this
-	 * connection's unanswered requests under the socket's address, which
-	 * the next socket allocated there reuses. Keep only the loss mark, so
-	 * that socket's first record tells user space to drop them instead of
-	 * pairing them with its answers. */
-	conn->state = 0;
-	conn->cont[0] = conn->cont[1] = 0;
-	conn->lost = 1;
-}
-
-/* Is nr one of the calls whose buffer user_buf() knows, on this side? */
-static __always_inline bool io_call(long nr, bool is_read)
+static __always_inline enum io_side io_side(long nr)
 {
 	switch (nr) {
 	case NR_READ:
 	case NR_READV:
 	case NR_RECVFROM:
 	case NR_RECVMSG:
-		return is_read;
+		return IO_READ;
 	case NR_WRITE:
 	case NR_WRITEV:
 	case NR_SENDTO:
 	case NR_SENDMSG:
-		return !is_read;
+		return IO_WRITE;
 	}
-	return false;
+	return IO_NONE;
 }
 
 /* Does a call that returned ret say anything: bytes moved, a read's end of
@@ -375,7 +355,7 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 				 struct sock *sk, struct tl_http_conn *conn, __u32 gen, __u64 fd,
 				 const bool by_fd)
 {
-	__u64 sk_key = by_fd ? (__u64)sk : bpf_get_socket_cookie(sk), fd_key = 0, buflen = 0, n, cp;
+	__u64 sk_key, fd_key = 0, buflen = 0, n, cp;
 	struct tl_http_conn fresh = { .gen = gen };
 	const __u8 *buf;
 	__u32 tail = 0;
@@ -384,6 +364,9 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 	__u8 lost = 0;
 
 	if (ret <= 0) {
+		/* (the key only for a record: body reads and writes return
+		 * below without one) */
+		sk_key = by_fd ? (__u64)sk : bpf_get_socket_cookie(sk);
 		/* The end of a connection that carried HTTP: pending requests
 		 * will get no answer. User space forgets the connection at its
 		 * end of stream, so nothing more is sent for this socket, not
@@ -399,6 +382,7 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 	}
 	if (conn && (conn->state == TL_HTTP_CONN_NOT_HTTP || conn->state == TL_HTTP_CONN_ENDED))
 		return 0;
+	sk_key = by_fd ? (__u64)sk : bpf_get_socket_cookie(sk);
 	buf = user_buf(nr, regs, &buflen);
 	if (!buf)
 		return 0;
@@ -510,27 +494,16 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
 	/* regs is a BTF pointer: a plain load, not a helper call, because
 	 * this line runs at every syscall exit on the node. */
 	long nr = regs->orig_ax;
-	bool is_read;
+	enum io_side side = io_side(nr);
+	struct tl_http_conn *conn;
+	bool is_read = side == IO_READ;
 	__u64 cgid, fd, sk_key;
 	struct sock *sk;
 
-	switch (nr) {
-	case NR_READ:
-	case NR_READV:
-	case NR_RECVFROM:
-	case NR_RECVMSG:
-		is_read = true;
-		break;
-	case NR_WRITE:
-	case NR_WRITEV:
-	case NR_SENDTO:
-	case NR_SENDMSG:
-		is_read = false;
-		break;
-	case NR_CLOSE: {
+	if (side == IO_NONE) {
 		__u64 *skp, fd_key;
 
-		if (ret != 0)
+		if (nr != NR_CLOSE || ret != 0)
 			return 0;
 		fd_key = (bpf_get_current_pid_tgid() & 0xffffffff00000000ULL) |
 			 (__u32)regs->di;
@@ -539,10 +512,22 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
 			return 0;
 		sk_key = *skp;
 		bpf_map_delete_elem(&http_fds, &fd_key);
-		conn_closed(bpf_get_current_cgroup_id(), sk_key, 0);
-		return 0;
-	}
-	default:
+		conn = bpf_map_lookup_elem(&http_conns, &sk_key);
+		if (!conn)
+			return 0;
+		if (conn->state != TL_HTTP_CONN_HTTP ||
+		    emit_small(TL_HTTP_REC_CLOSE, bpf_get_current_cgroup_id(), sk_key, 0, conn)) {
+			bpf_map_delete_elem(&http_conns, &sk_key);
+			return 0;
+		}
+		/* The close did not fit in the ring: user space still holds
+		 * this connection's unanswered requests under the socket's
+		 * address, which the next socket allocated there reuses. Keep
+		 * only the loss mark, so that socket's first record tells user
+		 * space to drop them instead of pairing them with its answers. */
+		conn->state = 0;
+		conn->cont[0] = conn->cont[1] = 0;
+		conn->lost = 1;
 		return 0;
 	}
 	if (!io_result(ret, is_read))
@@ -591,7 +576,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, bool 
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	nr = regs->orig_ax;
-	if (ret > 0 && !io_call(nr, is_read))
+	if (ret > 0 && io_side(nr) != (is_read ? IO_READ : IO_WRITE))
 		return 0;
 	return on_io(regs, nr, ret, is_read, cgid, sk, conn, gen, 0, false);
 }

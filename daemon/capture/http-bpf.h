@@ -33,7 +33,6 @@ void tl_http_bpf_free(struct tl_http_bpf *b);
  * socket's destruction), "rdonly_cast" or "probe_read" (raw sys_exit, the
  * fd walk by plain loads or by probe reads). */
 const char *tl_http_bpf_variant(const struct tl_http_bpf *b);
-bool tl_http_bpf_variant_known(const char *variant);
 
 int tl_http_bpf_attach(struct tl_http_bpf *b);
 /* Drains the ring, then detaches. */
