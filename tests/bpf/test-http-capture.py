@@ -8,7 +8,7 @@ checked one by one: ID, status, direction, error.
 Servers: a Python HTTP/1.1 server (--serve, the same BaseHTTPRequestHandler
 the simulated Pod's app uses) and nginx from Debian. Cases: keep-alive,
 connection per request, pipelined, chunked, 404, headers split across
-writes, a reset mid-request, a request read on one thread and answered from
+writes, a reset mid-request (read by the server, and never read by it), a request read on one thread and answered from
 another, the listener closed mid-load, an outbound client, a server in an
 untracked cgroup that must produce nothing, a tracked cgroup untracked
 (nothing) and tracked again (seen), and a ring too small for the load
@@ -48,8 +48,13 @@ def serve(port):
                 code = int(path.rsplit("/", 1)[1])
             else:
                 code = 200
-            if path == "/slow":
+            if path in ("/slow", "/drop"):
                 time.sleep(int(q.split("=")[1]) / 1000)
+            if path == "/drop":
+                # no answer, no further read: the connection is closed
+                # without this process ever seeing what the peer did
+                self.close_connection = True
+                return
             body = f"{rid}\n".encode()
             self.send_response(code)
             self.send_header("x-request-id", rid)
@@ -322,6 +327,17 @@ def main():
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()
         expect(d, "rst-1", 0, error="reset")
+
+        # the client resets while the server works, and the server then
+        # closes without reading or writing again: only the socket's end
+        # says it was reset (the sock variant reads the socket's pending
+        # error there; the sys_exit variants see a plain close())
+        s = socket.create_connection(("127.0.0.1", py_port))
+        s.sendall(req("rst-unread", "/drop?ms=300"))
+        time.sleep(0.05)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+        expect(d, "rst-unread", 0, error="reset" if d.variant == "sock" else "closed")
 
         # read on one thread, answered from another
         for i in range(3):
