@@ -27,9 +27,10 @@ p99 latency and what the agent added, nginx's CPU per request (its
 cgroup's cpu.stat usage_usec) and what the agent added, the agent's CPU per
 request (all its threads, /proc/PID/task/*/schedstat, during the wrk run
 only), the run time of its BPF programs per request (their run_time_ns in
-/proc/PID/fdinfo; kernel.bpf_stats_enabled is 1 while the bench runs: CPU
-the agent adds to nginx, wrk and the kernel, measured without the noise of
-throughput), requests the agent captured
+/proc/PID/fdinfo, from one more run with the agent per round with
+kernel.bpf_stats_enabled on: the stats' own clock reads would otherwise
+be in nginx's figures; CPU the agent adds to nginx, wrk and the kernel,
+measured without the noise of throughput), requests the agent captured
 (termline_http_kernel_requests_total) and ring-buffer drops. Throughput
 and nginx CPU are paired within each A B B A round. wrk runs in this
 process's cgroup, untracked; nginx is pinned to CPU 0, wrk to CPU 1."""
@@ -231,9 +232,15 @@ class Agent:
                 self.proc.wait()
 
 
-def one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_pod):
-    """One wrk run; returns a dict of its figures."""
+STATS = "/proc/sys/kernel/bpf_stats_enabled"
+
+
+def one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_pod, stats=False):
+    """One wrk run; returns a dict of its figures. stats: with
+    kernel.bpf_stats_enabled on, for the programs' run time (which then
+    also costs every program run two clock reads)."""
     agent = pod = None
+    write(STATS, "1" if stats else "0")
     try:
         if with_agent:
             if scenario == "window":
@@ -259,6 +266,7 @@ def one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_po
         if agent:
             out["agent_us"] = (task_ns(agent.proc.pid) - a0) / 1000 / reqs
             b1 = bpf_run_ns(agent.proc.pid)
+            write(STATS, "0")
             out["bpf_us"] = (b1[0] - b0[0]) / 1000 / reqs
             out["bpf_runs"] = (b1[1] - b0[1]) / reqs
             out["bpf_by_prog"] = per_program(b0, b1, reqs)
@@ -304,13 +312,14 @@ def main():
         if m not in ("keep-alive", "close"):
             die(f"--mode {m}: not keep-alive or close")
 
-    # The programs' run time per request (BPF_STATS_RUN_TIME): the CPU the
-    # agent's kernel side adds, which the throughput's noise hides. Costs a
-    # few tens of ns per program run while on; restored at the end.
-    stats = "/proc/sys/kernel/bpf_stats_enabled"
-    with open(stats, encoding="ascii") as f:
+    # The programs' run time per request (BPF_STATS_RUN_TIME) is what the
+    # agent's kernel side adds, which the throughput's noise hides; but the
+    # stats cost every program run two clock reads of their own, which
+    # nginx would pay too. So the paired A B B A runs have them off, and
+    # one more run with the agent per round has them on, for the
+    # programs' figures only. Restored at the end.
+    with open(STATS, encoding="ascii") as f:
         stats_was = f.read().strip()
-    write(stats, "1")
     # SIGTERM cleans up as Ctrl-C does (the finally clauses below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = tempfile.mkdtemp(prefix="termline-bench-overhead-")
@@ -333,20 +342,22 @@ def main():
               flush=True)
         for scenario in scenarios:
             for mode in modes:
-                runs = {False: [], True: []}
+                runs = {False: [], True: [], "stats": []}
                 for r in range(args.rounds):
-                    for with_agent in (False, True, True, False):
+                    for with_agent in (False, True, True, False, "stats"):
                         n += 1
-                        x = one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_pod)
+                        x = one_run(args, scenario, mode, bool(with_agent), ng, park, root, work, n, steady_pod,
+                                    stats=with_agent == "stats")
                         runs[with_agent].append(x)
-                        side = "on " if with_agent else "off"
-                        extra = (f", agent {x['agent_us']:.3f} us/req, its programs {x['bpf_us']:.3f} us/req "
-                                 f"in {x['bpf_runs']:.1f} runs ({x['bpf_by_prog']}), "
-                                 f"captured {x['captured']:.0f}, "
+                        side = {False: "off", True: "on ", "stats": "on, BPF stats on"}[with_agent]
+                        extra = (f", agent {x['agent_us']:.3f} us/req, captured {x['captured']:.0f}, "
                                  f"drops {x['drops']:.0f}") if with_agent else ""
+                        if with_agent == "stats":
+                            extra += (f", its programs {x['bpf_us']:.3f} us/req in {x['bpf_runs']:.1f} runs "
+                                      f"({x['bpf_by_prog']})")
                         print(f"  {scenario:6s} {mode:10s} round {r} agent {side}: {x['rps']:.0f} req/s, "
                               f"p99 {x['p99']:.3f} ms, nginx {x['nginx_us']:.2f} us/req{extra}", flush=True)
-                off, on = runs[False], runs[True]
+                off, on, st = runs[False], runs[True], runs["stats"]
 
                 def med(side, k):
                     return statistics.median(x[k] for x in side)
@@ -367,12 +378,12 @@ def main():
                       f"{100 * tp_lo:.1f}-{100 * tp_hi:.1f} %; medians off {med(off, 'rps'):.0f}, on "
                       f"{med(on, 'rps'):.0f} req/s); p99 {p99:+.3f} ms (off {med(off, 'p99'):.3f} ms); nginx CPU "
                       f"{cpu:+.2f} us/req (rounds {cpu_lo:+.2f}..{cpu_hi:+.2f}; off {med(off, 'nginx_us'):.2f}); "
-                      f"agent CPU {med(on, 'agent_us'):.3f} us/req, its BPF programs' run time {med(on, 'bpf_us'):.3f} "
-                      f"us/req in {med(on, 'bpf_runs'):.1f} runs; captured {sum(x['captured'] for x in on):.0f} "
-                      f"of {sum(x['reqs'] for x in on)} requests; ring drops {sum(x['drops'] for x in on):.0f}",
+                      f"agent CPU {med(on, 'agent_us'):.3f} us/req, its BPF programs' run time {med(st, 'bpf_us'):.3f} "
+                      f"us/req in {med(st, 'bpf_runs'):.1f} runs (the runs with BPF stats on); captured {sum(x['captured'] for x in on):.0f} "
+                      f"of {sum(x['reqs'] for x in on)} requests; ring drops {sum(x['drops'] for x in on + st):.0f}",
                       flush=True)
     finally:
-        write(stats, stats_was)
+        write(STATS, stats_was)
         ng.send_signal(signal.SIGTERM)
         try:
             ng.wait(10)

@@ -93,7 +93,7 @@ static const struct tl_attr_tombstone *find_tombstone(const struct agent *a, uin
 static void attribute(struct agent *a, struct tl_event *ev)
 {
 	if (a->attr)
-		tl_attr_event(a->attr, ev, tl_now_real_ns());
+		tl_attr_event(a->attr, ev, TL_ATTR_NOW);
 }
 
 static const char *meta_pod_ip(const struct tl_pod_meta *meta)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "macro.h"
 #include "attribution.h"
 
@@ -101,12 +102,13 @@ void tl_attr_event(struct tl_attr *a, struct tl_event *ev, int64_t now_ns)
 
 		if (info && info->parsed.pod_uid[0]) {
 			tl_copy_str(ev->pod_uid, sizeof(ev->pod_uid), info->parsed.pod_uid);
-			snprintf(ev->container_id, sizeof(ev->container_id), "%s",
-				 info->parsed.container_id);
+			tl_copy_str(ev->container_id, sizeof(ev->container_id),
+				    info->parsed.container_id);
 			/* The pause container has no name in the Pod spec. */
 			if (info->parsed.kind == TL_CGROUP_SANDBOX)
 				ev->flags |= TL_EF_SANDBOX;
-		} else if ((t = tl_attr_find_tombstone(a, ev->cgroup_id, now_ns))) {
+		} else if ((t = tl_attr_find_tombstone(a, ev->cgroup_id,
+							now_ns == TL_ATTR_NOW ? tl_now_real_ns() : now_ns))) {
 			tl_copy_str(ev->pod_uid, sizeof(ev->pod_uid), t->pod_uid);
 			tl_copy_str(ev->container_id, sizeof(ev->container_id), t->container_id);
 		}

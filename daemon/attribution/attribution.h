@@ -55,7 +55,10 @@ int tl_attr_new(struct tl_cgroup_map *cgroups, const struct tl_attr_ops *ops, st
 void tl_attr_free(struct tl_attr *a); /* accepts NULL */
 
 /* Fills ev's pod_uid, container_id, container and the sandbox flag where
- * they are empty and known. now_ns: the tombstones' clock (realtime). */
+ * they are empty and known. now_ns: the tombstones' clock (realtime);
+ * TL_ATTR_NOW reads it only when a tombstone is looked at (most events are
+ * of a live cgroup: no clock read on their path). */
+#define TL_ATTR_NOW 0
 void tl_attr_event(struct tl_attr *a, struct tl_event *ev, int64_t now_ns);
 
 /* A container cgroup went away: remembered for TL_ATTR_TOMBSTONE_TTL_NS. */

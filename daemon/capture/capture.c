@@ -657,11 +657,24 @@ void tl_capture_cgroup_removed(struct tl_capture *c, uint64_t cgroup_id)
 
 void tl_capture_observe(struct tl_capture *c, const struct tl_event *ev)
 {
-	int64_t now = tl_now_real_ns(), v;
+	int64_t now, v;
 	const char *s;
 
 	if (!c || c->cfg.mode == TL_HTTP_CAPTURE_OFF || !ev->pod_uid[0])
 		return;
+	/* Every event passes here, requests most: the clock only for those
+	 * that move a window. */
+	switch (ev->kind) {
+	case TL_KIND_POD_DELETION_REQUESTED:
+	case TL_KIND_PROCESS_SIGNAL:
+	case TL_KIND_POD_CONDITION:
+	case TL_KIND_POD_DELETED:
+	case TL_KIND_POD_CGROUPS_REMOVED:
+		now = tl_now_real_ns();
+		break;
+	default:
+		return;
+	}
 	switch (ev->kind) {
 	case TL_KIND_POD_DELETION_REQUESTED:
 		open_window(c, ev->pod_uid, true, now + TERMINATION_MAX_NS);

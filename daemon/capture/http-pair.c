@@ -153,19 +153,20 @@ static struct conn *conn_find(struct tl_http_tracker *t, uint64_t key)
 static void report(struct tl_http_tracker *t, struct conn *c, const struct pending *p,
 		   uint16_t status, const char *error, int64_t end_ns)
 {
-	struct tl_http_exchange x = {
-		.conn = c->key,
-		.tgid = c->tgid,
-		.cgroup_id = c->cgroup_id,
-		.direction = c->dir,
-		.id_header = p->id_header,
-		.status = status,
-		.error = error,
-		.head_cut = p->head_cut,
-		.start_ns = p->ts_ns,
-		.end_ns = end_ns < p->ts_ns ? p->ts_ns : end_ns,
-	};
+	/* Field by field: an initializer would zero the ~400 bytes of
+	 * strings first, which the copies below fill anyway. */
+	struct tl_http_exchange x;
 
+	x.conn = c->key;
+	x.tgid = c->tgid;
+	x.cgroup_id = c->cgroup_id;
+	x.direction = c->dir;
+	x.id_header = p->id_header;
+	x.status = status;
+	x.error = error;
+	x.head_cut = p->head_cut;
+	x.start_ns = p->ts_ns;
+	x.end_ns = end_ns < p->ts_ns ? p->ts_ns : end_ns;
 	memcpy(x.method, p->method, sizeof(x.method));
 	memcpy(x.path, p->path, sizeof(x.path));
 	memcpy(x.id, p->id, sizeof(x.id));
@@ -176,11 +177,11 @@ static void report(struct tl_http_tracker *t, struct conn *c, const struct pendi
 static void fail_pending(struct tl_http_tracker *t, struct conn *c, const char *error, int64_t ts)
 {
 	while (c->q_len) {
-		struct pending p = c->q[c->q_head];
+		const struct pending *p = &c->q[c->q_head];
 
 		c->q_head = (c->q_head + 1) % c->q_cap;
 		c->q_len--;
-		report(t, c, &p, 0, error, ts);
+		report(t, c, p, 0, error, ts);
 	}
 }
 
@@ -271,7 +272,7 @@ static void on_request(struct tl_http_tracker *t, struct conn *c, int side,
 static void on_response(struct tl_http_tracker *t, struct conn *c, int side,
 			const struct tl_http_head *h, int64_t ts)
 {
-	struct pending p;
+	const struct pending *p;
 
 	/* Responses travel against requests: written by a server, read by a
 	 * client. A connection first seen at a response is told by it. */
@@ -286,10 +287,12 @@ static void on_response(struct tl_http_tracker *t, struct conn *c, int side,
 		t->st.unmatched_responses++;
 		return;
 	}
-	p = c->q[c->q_head];
+	/* The slot stays as it is until a request is added: report() does
+	 * not add one. */
+	p = &c->q[c->q_head];
 	c->q_head = (c->q_head + 1) % c->q_cap;
 	c->q_len--;
-	report(t, c, &p, h->status, NULL, ts);
+	report(t, c, p, h->status, NULL, ts);
 	if (h->status == 101) {
 		c->upgraded = true;
 		fail_pending(t, c, "closed", ts);

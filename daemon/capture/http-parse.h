@@ -63,7 +63,8 @@ struct tl_http_head {
  *            lines said (the caller may use it if no more bytes will come);
  *   -EBADMSG not an HTTP/1.x message head (ret->kind says TLS/H2 if so);
  *   -E2BIG   the head is longer than TL_HTTP_HEAD_MAX.
- * want may be NULL (no headers wanted). */
+ * want may be NULL (no headers wanted). The strings are NUL-terminated;
+ * their bytes past the NUL are not set. */
 int tl_http_parse_head(const uint8_t *buf, size_t len, const struct tl_http_want *want,
 		       struct tl_http_head *ret);
 
