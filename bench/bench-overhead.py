@@ -270,7 +270,7 @@ def one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_po
             out["bpf_us"] = (b1[0] - b0[0]) / 1000 / reqs
             out["bpf_runs"] = (b1[1] - b0[1]) / reqs
             out["bpf_by_prog"] = per_program(b0, b1, reqs)
-            time.sleep(0.3)  # the agent's 10 ms ring poll and 1 s housekeeping
+            time.sleep(0.3)  # the agent's 25 ms ring poll and 1 s housekeeping
             out["captured"] = agent.metric("termline_http_kernel_requests_total") - kreq0
             out["drops"] = agent.metric("termline_http_ring_dropped") - drop0
         return out

@@ -325,6 +325,9 @@ static void drain_poll(void *ud)
 {
 	struct agent *a = ud;
 
+	/* The requests the Pod received up to now, not up to the HTTP
+	 * ring's last timed drain: the gate's "quiet since" depends on them. */
+	tl_capture_drain(a->capture);
 	if (a->drain_conn && tl_drain_conn_poll(a->drain_conn, drain_conn_seen, a) < 0)
 		tl_metric_add("termline_drain_conn_poll_errors_total", NULL, 1);
 }

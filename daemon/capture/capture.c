@@ -262,7 +262,7 @@ static void join_kernel(struct tl_capture *c, const char *uid, const struct tl_a
 	if (!rec->request_id[0] || rec->direction == TL_DIR_OUTBOUND)
 		return;
 	/* The proxy logs right after it answers; the answer's record may
-	 * still sit in the ring (drained every 10 ms): take it first. */
+	 * still sit in the ring (drained every 25 ms): take it first. */
 	if (c->bpf)
 		tl_http_bpf_drain(c->bpf);
 	for (size_t i = 0; i < c->n_held; i++) {

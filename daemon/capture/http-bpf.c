@@ -15,7 +15,15 @@
 _Static_assert(sizeof(struct tl_http_rec) == 48, "wire record size");
 _Static_assert(sizeof(struct tl_http_conn) == 8, "conn state size");
 
-#define DRAIN_MS 10
+/* The ring is drained on this timer while the programs are attached, and
+ * at once when a quarter of it is used (the programs wake the loop then).
+ * Each wake-up of the agent costs a context switch both ways, dear on a
+ * virtual machine, so the timer is slow; whoever needs the records up to
+ * now (the proxy log's join, a timeline's close, a preStop gate's
+ * verdict, a cgroup's removal) drains first (docs/http-capture.md). Not
+ * slower: at ~35k requests/s (two ~310-byte records each) 25 ms fill a
+ * half of the quarter that wakes the loop from the programs' side. */
+#define DRAIN_MS 25
 #define MAX_PROGS 3
 
 /* The hooks, from the cheapest for the node to the most widely loadable
