@@ -601,8 +601,22 @@ static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _u
 	expire_windows(c, tl_now_real_ns());
 	release_held(c, tl_now_boot_ns() - JOIN_WAIT_NS);
 	flush_summaries(c);
-	if (c->tracker)
+	if (c->tracker) {
+		struct tl_http_tracker_stats st;
+
 		tl_http_tracker_expire(c->tracker, tl_now_boot_ns() - CONN_IDLE_NS);
+		/* The pairing's own view: how many connections it follows, and
+		 * what it had to give up (docs/http-capture.md, "Metrics"). */
+		tl_http_tracker_stats(c->tracker, &st);
+		tl_metric_set("termline_http_capture_connections", NULL, (int64_t)st.conns);
+		tl_metric_set("termline_http_capture_connections_evicted_total", NULL, (int64_t)st.evicted);
+		tl_metric_set("termline_http_capture_responses_unmatched_total", NULL,
+			      (int64_t)st.unmatched_responses);
+		tl_metric_set("termline_http_capture_requests_overflowed_total", NULL,
+			      (int64_t)st.pending_overflow);
+		tl_metric_set("termline_http_capture_requests_lost_total", NULL, (int64_t)st.lost_requests);
+		tl_metric_set("termline_http_capture_connections_not_http_total", NULL, (int64_t)st.not_http);
+	}
 	if (c->bpf)
 		tl_metric_set("termline_http_ring_dropped", NULL, (int64_t)tl_http_bpf_dropped(c->bpf));
 }
@@ -774,6 +788,19 @@ static void describe_metrics(void)
 			   "Closing timelines whose held requests and unread log records were taken first.");
 	tl_metric_describe("termline_http_ring_dropped", TL_METRIC_GAUGE,
 			   "HTTP records lost to a full ring buffer since start.");
+	tl_metric_describe("termline_http_capture_connections", TL_METRIC_GAUGE,
+			   "Connections the request pairing follows now.");
+	tl_metric_describe("termline_http_capture_connections_evicted_total", TL_METRIC_COUNTER,
+			   "Connections dropped at the pairing's limit, their pending requests "
+			   "reported with error evicted.");
+	tl_metric_describe("termline_http_capture_responses_unmatched_total", TL_METRIC_COUNTER,
+			   "Responses with no pending request (a connection first seen mid-stream).");
+	tl_metric_describe("termline_http_capture_requests_overflowed_total", TL_METRIC_COUNTER,
+			   "Pipelined requests dropped unreported at the per-connection limit.");
+	tl_metric_describe("termline_http_capture_requests_lost_total", TL_METRIC_COUNTER,
+			   "Pending requests dropped because a record of their connection was lost.");
+	tl_metric_describe("termline_http_capture_connections_not_http_total", TL_METRIC_COUNTER,
+			   "Connections found to carry TLS or HTTP/2: not followed.");
 }
 
 int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,

@@ -8,6 +8,7 @@ full (preRoll) and every request is recorded in full again (http.request)."""
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -46,7 +47,9 @@ def main():
         uid = pod["podUid"]
         app_id = next(c["containerId"] for c in pod["containers"] if c["name"] == "app")
         # Started after the Pod: no start-up window for it.
-        agent = E.Agent(work, ["--no-api", "--state-dir", os.path.join(work, "state"), "--listen", "off",
+        port = E.free_port()
+        agent = E.Agent(work, ["--no-api", "--state-dir", os.path.join(work, "state"),
+                               "--listen", f"127.0.0.1:{port}",
                                "--linger", "1", "--cgroup-root", root, "--log-level", "debug",
                                "--pod-logs-dir", os.path.join(work, "no-logs"),
                                "--http-capture", "always"]).start()
@@ -61,6 +64,32 @@ def main():
         assert all(e["intervalMs"] == 1000 and e["source"] == "kernel" for e in sums), sums
         assert not [e for e in evs if e["type"] == "http.request" and e["requestId"].startswith("sum-")], \
             "requests outside a window recorded one by one"
+
+        # The pairing's own view in /metrics: a connection whose request
+        # head has not ended yet is followed (its head kept for the next
+        # read); once answered and closed it is forgotten. Nothing was
+        # given up on the way.
+        def gauge(name):
+            _, body, _ = E.http_get(port, "/metrics")
+            series = E.metric_series(E.parse_prometheus(body.decode()), name)
+            assert series, f"/metrics has no {name}"
+            return series[0][1]
+        E.wait_for(lambda: gauge("termline_http_capture_connections") == 0, 10,
+                   "the summarized requests' connections forgotten")
+        with socket.create_connection(("127.0.0.1", pod["appPort"]), timeout=5) as s:
+            s.sendall(b"GET /s HTTP/1.1\r\nHost: app\r\nx-request-id: open-0\r\n")
+            E.wait_for(lambda: gauge("termline_http_capture_connections") == 1, 10,
+                       "the open connection followed")
+            s.sendall(b"\r\n")
+            reply = s.recv(4096)
+            assert reply.startswith(b"HTTP/1.0 200") or reply.startswith(b"HTTP/1.1 200"), reply
+        E.wait_for(lambda: gauge("termline_http_capture_connections") == 0, 10,
+                   "the closed connection forgotten")
+        for name in ("termline_http_capture_connections_evicted_total",
+                     "termline_http_capture_requests_overflowed_total", "termline_http_capture_requests_lost_total",
+                     "termline_http_capture_responses_unmatched_total",
+                     "termline_http_capture_connections_not_http_total"):
+            assert gauge(name) == 0, f"{name}: {gauge(name)}"
 
         # Termination: the SIGTERM opens the Pod's window. The app closes
         # its listener at once, the proxy keeps answering (503) while it
