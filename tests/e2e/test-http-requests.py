@@ -17,10 +17,12 @@ listener already closed) must not.
 --format selects the proxy's access-log format (termline-simpod
 --access-log-format: envoy, istio, istio-json). --killed-proxy: the proxy
 buffers its access log (written every second, as Envoy flushes its file
-every --file-flush-interval-msec) and is killed at the end of the grace
-period, before its drain ends: the last second of records never comes, the
-agent has those requests from the proxy's socket only, and the timeline
-closes while it still holds them waiting for a record."""
+every --file-flush-interval-msec, and once at its SIGTERM, from which the
+second starts over) and is killed at the end of the grace period, half a
+second after its SIGTERM and before its drain ends: the records of what it
+answered in that half second never come, the agent has those requests from
+the proxy's socket only, and the timeline closes while it still holds them
+waiting for a record."""
 import argparse
 import os
 import shutil
