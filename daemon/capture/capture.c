@@ -606,7 +606,8 @@ static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _u
 
 		tl_http_tracker_expire(c->tracker, tl_now_boot_ns() - CONN_IDLE_NS);
 		/* The pairing's own view: how many connections it follows, and
-		 * what it had to give up (docs/http-capture.md, "Metrics"). */
+		 * what it had to give up (docs/http-capture.md, "When the
+		 * programs are attached", its metrics). */
 		tl_http_tracker_stats(c->tracker, &st);
 		tl_metric_set("termline_http_capture_connections", NULL, (int64_t)st.conns);
 		tl_metric_set("termline_http_capture_connections_evicted_total", NULL, (int64_t)st.evicted);
