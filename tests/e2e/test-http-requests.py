@@ -16,13 +16,13 @@ listener already closed) must not.
 
 --format selects the proxy's access-log format (termline-simpod
 --access-log-format: envoy, istio, istio-json). --killed-proxy: the proxy
-buffers its access log (written every second, as Envoy flushes its file
-every --file-flush-interval-msec, and once at its SIGTERM, from which the
-second starts over) and is killed at the end of the grace period, half a
-second after its SIGTERM and before its drain ends: the records of what it
-answered in that half second never come, the agent has those requests from
-the proxy's socket only, and the timeline closes while it still holds them
-waiting for a record."""
+buffers its access log (written every 5 s, as Envoy flushes its file every
+--file-flush-interval-msec, and once at its SIGTERM, from which the 5 s
+start over) and is killed at the end of the grace period, 2 s after its
+SIGTERM (the kubelet's minimum after a preStop) and before its drain ends:
+the records of what it answered in those 2 s never come, the agent has
+those requests from the proxy's socket only, and the timeline closes while
+it still holds them waiting for a record."""
 import argparse
 import os
 import shutil
@@ -102,7 +102,9 @@ def main():
     # drain, the kubelet's minimum of 2 s left after the preStop kills it.
     grace, drain = "4", "2"
     if args.killed_proxy:
-        fmt_args += ["--access-log-flush-seconds", "1"]
+        # longer than the 2 s from its SIGTERM to its kill: no write
+        # between them, whatever the timings of this machine
+        fmt_args += ["--access-log-flush-seconds", "5"]
         grace, drain = "1.5", "3"
 
     work = tempfile.mkdtemp(prefix="termline-e2e-http-")
