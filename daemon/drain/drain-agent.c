@@ -49,6 +49,9 @@ struct tl_drain_agent {
 	struct tl_loop *loop;
 	struct tl_timer *tick;
 	struct lh_table *pods; /* uid -> struct dpod */
+	/* The Pod found last: requests come in runs of one Pod's, and a
+	 * UID's hash is dearer than a compare (NULL after any delete). */
+	struct dpod *last;
 	struct waiter *pending;
 	unsigned npending;
 	bool tick_armed;
@@ -97,8 +100,10 @@ static struct dpod *pod_get(struct tl_drain_agent *d, const char *uid, bool crea
 
 	if (!uid || !uid[0] || strlen(uid) >= TL_UID_MAX)
 		return NULL;
+	if (d->last && strcmp(d->last->uid, uid) == 0)
+		return d->last;
 	if (lh_table_lookup_ex(d->pods, uid, &v))
-		return v;
+		return d->last = v;
 	if (!create)
 		return NULL;
 	if (d->pods->count >= TL_DRAIN_MAX_PODS) {
@@ -113,6 +118,7 @@ static struct dpod *pod_get(struct tl_drain_agent *d, const char *uid, bool crea
 		}
 		if (!oldest)
 			return NULL;
+		d->last = NULL;
 		lh_table_delete_entry(d->pods, oldest);
 		tl_metric_add("termline_drain_pods_evicted_total", NULL, 1);
 	}
@@ -125,7 +131,7 @@ static struct dpod *pod_get(struct tl_drain_agent *d, const char *uid, bool crea
 		free(p);
 		return NULL;
 	}
-	return p;
+	return d->last = p;
 }
 
 static void arm_tick(struct tl_drain_agent *d)
@@ -155,8 +161,10 @@ void tl_drain_agent_observe(struct tl_drain_agent *d, const struct tl_event *ev)
 		/* Nothing routes to a Pod that is gone; keep it only while
 		 * someone waits for it. */
 		p = pod_get(d, ev->pod_uid, false);
-		if (p && !p->waiters)
+		if (p && !p->waiters) {
+			d->last = NULL;
 			lh_table_delete(d->pods, ev->pod_uid);
+		}
 		return;
 	}
 	if (ev->kind == TL_KIND_HTTP_REQUEST) {
