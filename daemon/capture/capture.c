@@ -672,44 +672,34 @@ void tl_capture_cgroup_removed(struct tl_capture *c, uint64_t cgroup_id)
 
 void tl_capture_observe(struct tl_capture *c, const struct tl_event *ev)
 {
-	int64_t now, v;
+	int64_t v;
 	const char *s;
 
 	if (!c || c->cfg.mode == TL_HTTP_CAPTURE_OFF || !ev->pod_uid[0])
 		return;
-	/* Every event passes here, requests most: the clock only for those
-	 * that move a window. */
+	/* Every event passes here, requests most: the clock is read only
+	 * where a window moves. */
 	switch (ev->kind) {
 	case TL_KIND_POD_DELETION_REQUESTED:
-	case TL_KIND_PROCESS_SIGNAL:
-	case TL_KIND_POD_CONDITION:
-	case TL_KIND_POD_DELETED:
-	case TL_KIND_POD_CGROUPS_REMOVED:
-		now = tl_now_real_ns();
-		break;
-	default:
-		return;
-	}
-	switch (ev->kind) {
-	case TL_KIND_POD_DELETION_REQUESTED:
-		open_window(c, ev->pod_uid, true, now + TERMINATION_MAX_NS);
+		open_window(c, ev->pod_uid, true, tl_now_real_ns() + TERMINATION_MAX_NS);
 		break;
 	case TL_KIND_PROCESS_SIGNAL:
 		/* Without the API server the first SIGTERM is the first sign. */
 		if (tl_event_get_i(ev, TL_F_SIG_SIGNO, &v) && v == SIGTERM)
-			open_window(c, ev->pod_uid, true, now + TERMINATION_MAX_NS);
+			open_window(c, ev->pod_uid, true, tl_now_real_ns() + TERMINATION_MAX_NS);
 		break;
 	case TL_KIND_POD_CONDITION:
 		s = tl_event_get_s(ev, TL_F_COND_CONDITION);
 		if (s && strcmp(s, "Ready") == 0 && (s = tl_event_get_s(ev, TL_F_COND_STATUS)) &&
 		    strcmp(s, "True") == 0)
 			end_window(c, ev->pod_uid,
-				   now + (int64_t)c->cfg.ready_margin_s * 1000000000LL, true);
+				   tl_now_real_ns() + (int64_t)c->cfg.ready_margin_s * 1000000000LL, true);
 		break;
 	case TL_KIND_POD_DELETED:
 	case TL_KIND_POD_CGROUPS_REMOVED:
 		/* The timeline stays open for the linger: so does the window. */
-		end_window(c, ev->pod_uid, now + (int64_t)c->cfg.linger_s * 1000000000LL, false);
+		end_window(c, ev->pod_uid, tl_now_real_ns() + (int64_t)c->cfg.linger_s * 1000000000LL,
+			   false);
 		break;
 	default:
 		break;
