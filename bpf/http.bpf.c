@@ -351,6 +351,13 @@ static __always_inline bool cgroup_tracked(__u64 cgid)
  * its cookie, which no later socket reuses. conn: the state the caller
  * found, or NULL; gen: the tracking generation the caller checked the
  * cgroup at, kept with the state. */
+/* A record's name for the connection: the socket's address where the
+ * state is kept by it (by_fd), else its cookie. */
+static __always_inline __u64 rec_key(struct sock *sk, const bool by_fd)
+{
+	return by_fd ? (__u64)sk : bpf_get_socket_cookie(sk);
+}
+
 static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool is_read, __u64 cgid,
 				 struct sock *sk, struct tl_http_conn *conn, __u32 gen, __u64 fd,
 				 const bool by_fd)
@@ -366,7 +373,7 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 	if (ret <= 0) {
 		/* (the key only for a record: body reads and writes return
 		 * below without one) */
-		sk_key = by_fd ? (__u64)sk : bpf_get_socket_cookie(sk);
+		sk_key = rec_key(sk, by_fd);
 		/* The end of a connection that carried HTTP: pending requests
 		 * will get no answer. User space forgets the connection at its
 		 * end of stream, so nothing more is sent for this socket, not
@@ -382,7 +389,7 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 	}
 	if (conn && (conn->state == TL_HTTP_CONN_NOT_HTTP || conn->state == TL_HTTP_CONN_ENDED))
 		return 0;
-	sk_key = by_fd ? (__u64)sk : bpf_get_socket_cookie(sk);
+	sk_key = rec_key(sk, by_fd);
 	buf = user_buf(nr, regs, &buflen);
 	if (!buf)
 		return 0;

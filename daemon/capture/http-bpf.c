@@ -146,7 +146,6 @@ static const char *variant_name(const char *variant)
 	return NULL;
 }
 
-
 int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, void *userdata,
 		    struct tl_http_bpf **ret, char *err, size_t errlen)
 {

@@ -8,11 +8,12 @@ checked one by one: ID, status, direction, error.
 Servers: a Python HTTP/1.1 server (--serve, the same BaseHTTPRequestHandler
 the simulated Pod's app uses) and nginx from Debian. Cases: keep-alive,
 connection per request, pipelined, chunked, 404, headers split across
-writes, a reset mid-request (read by the server, and never read by it), a request read on one thread and answered from
-another, the listener closed mid-load, an outbound client, a server in an
-untracked cgroup that must produce nothing, a tracked cgroup untracked
-(nothing) and tracked again (seen), and a ring too small for the load
-(losses counted, nothing misread)."""
+writes, a reset mid-request (read by the server, and never read by it), a
+request read on one thread and answered from another, the listener closed
+mid-load, an outbound client, a server in an untracked cgroup that must
+produce nothing, a tracked cgroup untracked (nothing) and tracked again
+(seen), and a ring too small for the load (losses counted, nothing
+misread)."""
 import http.client
 import http.server
 import json
