@@ -32,8 +32,10 @@ kernel.bpf_stats_enabled on: the stats' own clock reads would otherwise
 be in nginx's figures; CPU the agent adds to nginx, wrk and the kernel,
 measured without the noise of throughput), requests the agent captured
 (termline_http_kernel_requests_total) and ring-buffer drops. Throughput
-and nginx CPU are paired within each A B B A round. wrk runs in this
-process's cgroup, untracked; nginx is pinned to CPU 0, wrk to CPU 1."""
+and nginx CPU are paired within each A B B A round; a second line says
+how far apart the two runs of one side (A A, B B) of a round are in
+throughput: the machine's own noise, against which a ratio of a few per
+cent cannot be told from 100 %. wrk runs in this process's cgroup, untracked; nginx is pinned to CPU 0, wrk to CPU 1."""
 import argparse
 import json
 import os
@@ -371,6 +373,12 @@ def main():
                         b = on[2 * r][k] + on[2 * r + 1][k]
                         per.append(b / a if ratio else (b - a) / 2)
                     return statistics.median(per), min(per), max(per)
+                # The same pairing between the two runs of one side (A A,
+                # B B): what the machine alone moves a ratio by, round to
+                # round, to read the one above against.
+                def same_side(side):
+                    return [abs(side[2 * r + 1]["rps"] / side[2 * r]["rps"] - 1) for r in range(args.rounds)]
+                aa = same_side(off) + same_side(on)
                 tp, tp_lo, tp_hi = paired("rps", True)
                 p99, _, _ = paired("p99", False)
                 cpu, cpu_lo, cpu_hi = paired("nginx_us", False)
@@ -382,6 +390,9 @@ def main():
                       f"us/req in {med(st, 'bpf_runs'):.1f} runs (the runs with BPF stats on); captured {sum(x['captured'] for x in on):.0f} "
                       f"of {sum(x['reqs'] for x in on)} requests; ring drops {sum(x['drops'] for x in on + st):.0f}",
                       flush=True)
+                print(f"{scenario} {mode}: noise: two runs of the same side in one round differ by "
+                      f"{100 * statistics.median(aa):.1f} % in throughput (median of {len(aa)} pairs, largest "
+                      f"{100 * max(aa):.1f} %)", flush=True)
     finally:
         write(STATS, stats_was)
         ng.send_signal(signal.SIGTERM)

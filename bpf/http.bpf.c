@@ -332,13 +332,23 @@ static __always_inline bool io_result(long ret, bool is_read)
 	return ret > 0 || (ret == 0 && is_read) || ret == -ECONNRESET || ret == -EPIPE;
 }
 
-static __always_inline bool cgroup_tracked(__u64 cgid)
+/* May cgid be tracked? false: it is not; true: look it up (the filter's bit
+ * is shared by other cgroups). */
+static __always_inline bool cgroup_filtered(__u64 cgid)
 {
 	__u32 bit = tl_http_cg_filter_bit(cgid);
 
-	if (!(http_cg_filter[bit >> 6] & (1ULL << (bit & 63))))
-		return false;
+	return http_cg_filter[bit >> 6] & (1ULL << (bit & 63));
+}
+
+static __always_inline bool cgroup_in_map(__u64 cgid)
+{
 	return bpf_map_lookup_elem(&http_cgroups, &cgid) != NULL;
+}
+
+static __always_inline bool cgroup_tracked(__u64 cgid)
+{
+	return cgroup_filtered(cgid) && cgroup_in_map(cgid);
 }
 
 /* A read-like (is_read) or write-like call nr of a tracked process on the
@@ -570,16 +580,21 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, bool 
 		return 0;
 	if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
 		return 0;
-	/* The socket's own state first: a field of the socket, NULL for
-	 * every socket no tracked process ever sent HTTP on. */
+	/* Read before the checks, kept with the state after them: an
+	 * untracking in between makes the next record check again. */
+	gen = *(volatile __u32 *)&http_track_gen;
+	/* The filter first: it answers for most processes on the node (those
+	 * of no tracked cgroup) without touching the socket's storage, whose
+	 * lines are most often cold. */
+	cgid = bpf_get_current_cgroup_id();
+	if (!cgroup_filtered(cgid))
+		return 0;
+	/* The socket's own state: NULL for every socket no tracked process
+	 * ever sent HTTP on. */
 	conn = bpf_sk_storage_get(&http_sk_conns, sk, NULL, 0);
 	if (conn && (conn->state == TL_HTTP_CONN_NOT_HTTP || conn->state == TL_HTTP_CONN_ENDED))
 		return 0;
-	/* Read before the check, kept with the state after it: an untracking
-	 * in between makes the next record check again. */
-	gen = *(volatile __u32 *)&http_track_gen;
-	cgid = bpf_get_current_cgroup_id();
-	if (!(conn && conn->gen == gen) && !cgroup_tracked(cgid))
+	if (!(conn && conn->gen == gen) && !cgroup_in_map(cgid))
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	nr = regs->orig_ax;
