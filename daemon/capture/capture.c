@@ -96,6 +96,9 @@ struct tl_capture {
 	uint64_t log_not_access;
 	uint64_t attaches;
 	bool attach_failed_logged;
+	/* termline_http_kernel_requests_total and _dropped_total, counted on
+	 * every captured request: their cells are looked up once. */
+	int64_t *m_kernel, *m_kernel_dropped;
 };
 
 static const char *direction_name(enum tl_http_direction d)
@@ -225,10 +228,12 @@ static void emit_kernel(struct tl_capture *c, const struct tl_http_exchange *x, 
 	struct tl_event ev;
 
 	if (tl_capture_kernel_event(x, start, end, &ev) < 0) {
-		tl_metric_add("termline_http_kernel_requests_dropped_total", NULL, 1);
+		if (c->m_kernel_dropped)
+			*c->m_kernel_dropped += 1;
 		return;
 	}
-	tl_metric_add("termline_http_kernel_requests_total", NULL, 1);
+	if (c->m_kernel)
+		*c->m_kernel += 1;
 	tl_emit(&c->emit, &ev);
 }
 
@@ -813,6 +818,9 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 	for (int i = 0; i < cfg->n_request_id_headers && i < TL_HTTP_WANT_MAX; i++)
 		c->want.names[c->want.n++] = cfg->request_id_headers[i];
 	describe_metrics();
+	c->m_kernel = tl_metric_cell("termline_http_kernel_requests_total", NULL, TL_METRIC_COUNTER);
+	c->m_kernel_dropped =
+		tl_metric_cell("termline_http_kernel_requests_dropped_total", NULL, TL_METRIC_COUNTER);
 	c->cgs = calloc(MAX_CGROUPS, sizeof(*c->cgs));
 	c->cg_bucket = malloc(CG_BUCKETS * sizeof(*c->cg_bucket));
 	c->cg_next = malloc(MAX_CGROUPS * sizeof(*c->cg_next));
