@@ -35,7 +35,8 @@ measured without the noise of throughput), requests the agent captured
 and nginx CPU are paired within each A B B A round; a second line says
 how far apart the two runs of one side (A A, B B) of a round are in
 throughput: the machine's own noise, against which a ratio of a few per
-cent cannot be told from 100 %. wrk runs in this process's cgroup, untracked; nginx is pinned to CPU 0, wrk to CPU 1."""
+cent cannot be told from 100 %. wrk runs in this process's cgroup,
+untracked; nginx is pinned to CPU 0, wrk to CPU 1."""
 import argparse
 import json
 import os
