@@ -100,7 +100,6 @@ static int track(uint64_t cgid, bool on)
 	__atomic_fetch_and(&skel->bss->http_cg_filter[bit / 64], ~(1ULL << (bit % 64)),
 			   __ATOMIC_RELEASE);
 	r = bpf_map_delete_elem(fd, &cgid) < 0 && errno != ENOENT ? -errno : 0;
-	__atomic_fetch_add(&skel->bss->http_track_gen, 1, __ATOMIC_RELEASE);
 	return r;
 }
 

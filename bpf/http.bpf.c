@@ -5,7 +5,8 @@
  *   tracepoints, which hand over the socket and the result, and on the TCP
  *   socket's destruction for the connection's end; nothing runs at other
  *   syscalls. The call and its buffer come from the task's saved user
- *   registers; the connection's state is in the socket's own storage.
+ *   registers; a connection has a state (in the socket's own storage) only
+ *   while a head goes on in its next call or a record of it was lost.
  * - rdonly_cast / probe_read: one tp_btf program on raw_syscalls/sys_exit:
  *   the syscall number and arguments come from the saved user registers,
  *   the return value says how many bytes moved, fd -> file -> TCP socket is
@@ -55,10 +56,16 @@ struct {
 /* The filter in front of http_cgroups (termline-http.h), written by user
  * space through the mmapped .bss. */
 __u64 http_cg_filter[TL_HTTP_CG_FILTER_WORDS];
-/* Bumped by user space after each cgroup it stops tracking: a socket whose
- * state was written at the current generation belongs to a cgroup tracked
- * then and still, and the sock variant skips the filter and the map for it. */
-__u32 http_track_gen;
+/* The sock variant's sockets with a state in their storage: one holds a
+ * mark (a head that goes on in the next read or write on a side, a record
+ * lost to a full ring) and goes when the marks are spent. While no socket
+ * has one, the records of whole heads look at no per-socket state at all:
+ * the storage is a chain of cold lines, ~125 ns a lookup under nginx
+ * (bench/README.md). Never less than the storages that exist: counted up
+ * by the program that creates one, down by the one that deletes it or
+ * sees its socket destroyed. A socket destroyed while the programs are
+ * detached stays counted, which only costs lookups. */
+__u32 http_marked;
 
 /* cgroup v2 id -> 1: the Pods' containers, written by user space. */
 struct {
@@ -351,16 +358,6 @@ static __always_inline bool cgroup_tracked(__u64 cgid)
 	return cgroup_filtered(cgid) && cgroup_in_map(cgid);
 }
 
-/* A read-like (is_read) or write-like call nr of a tracked process on the
- * TCP socket sk returned ret; regs: its saved user registers.
- * by_fd (the sys_exit variants): sk is a number or a read-only pointer; the
- * state is in http_conns under its address, the record's key; the hook
- * sees the close() of fd, not the socket's end, so the fd is kept to find
- * the socket again then. Else (the sock variant) sk is the kernel's own
- * pointer: the state is in the socket's storage and the record's key is
- * its cookie, which no later socket reuses. conn: the state the caller
- * found, or NULL; gen: the tracking generation the caller checked the
- * cgroup at, kept with the state. */
 /* A record's name for the connection: the socket's address where the
  * state is kept by it (by_fd), else its cookie. */
 static __always_inline __u64 rec_key(struct sock *sk, const bool by_fd)
@@ -368,12 +365,44 @@ static __always_inline __u64 rec_key(struct sock *sk, const bool by_fd)
 	return by_fd ? (__u64)sk : bpf_get_socket_cookie(sk);
 }
 
+/* sock variant: a state for sk, created (and counted) or the one there. */
+static __always_inline struct tl_http_conn *sk_conn_make(struct sock *sk)
+{
+	struct tl_http_conn *c =
+		bpf_sk_storage_get(&http_sk_conns, sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
+
+	/* (NULL when it exists already: another thread made it since the
+	 * caller looked) */
+	if (c) {
+		__sync_fetch_and_add(&http_marked, 1);
+		return c;
+	}
+	return bpf_sk_storage_get(&http_sk_conns, sk, NULL, 0);
+}
+
+/* sock variant: a state with no mark left goes, and is counted down. conn
+ * is not to be used after. */
+static __always_inline void sk_conn_settle(struct sock *sk, struct tl_http_conn *conn)
+{
+	if (!conn->lost && !conn->cont[0] && !conn->cont[1] &&
+	    bpf_sk_storage_delete(&http_sk_conns, sk) == 0)
+		__sync_fetch_and_add(&http_marked, -1);
+}
+
+/* A read-like (is_read) or write-like call nr of a tracked process on the
+ * TCP socket sk returned ret; regs: its saved user registers.
+ * by_fd (the sys_exit variants): sk is a number or a read-only pointer; the
+ * state is in http_conns under its address, the record's key; the hook
+ * sees the close() of fd, not the socket's end, so the fd is kept to find
+ * the socket again then. Else (the sock variant) sk is the kernel's own
+ * pointer: the state is in the socket's storage and the record's key is
+ * its cookie, which no later socket reuses, and only a socket with a mark
+ * has one (http_marked). conn: the state the caller found, or NULL. */
 static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool is_read, __u64 cgid,
-				 struct sock *sk, struct tl_http_conn *conn, __u32 gen, __u64 fd,
-				 const bool by_fd)
+				 struct sock *sk, struct tl_http_conn *conn, __u64 fd, const bool by_fd)
 {
 	__u64 sk_key, fd_key = 0, buflen = 0, n, cp;
-	struct tl_http_conn fresh = { .gen = gen };
+	struct tl_http_conn fresh = {};
 	const __u8 *buf;
 	__u32 tail = 0;
 	__u8 head[8] = {};
@@ -381,23 +410,31 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 	__u8 lost = 0;
 
 	if (ret <= 0) {
-		/* (the key only for a record: body reads and writes return
-		 * below without one) */
-		sk_key = rec_key(sk, by_fd);
-		/* The end of a connection that carried HTTP: pending requests
-		 * will get no answer. User space forgets the connection at its
-		 * end of stream, so nothing more is sent for this socket, not
-		 * even its close: one record less per connection. (Not where
-		 * the state is kept by address: the mark would silence the
-		 * next socket there when this one's close is not seen.) */
-		if (conn && conn->state == TL_HTTP_CONN_HTTP &&
-		    emit_small(ret == 0 ? TL_HTTP_REC_EOF : TL_HTTP_REC_ERROR, cgid, sk_key, (__s32)ret,
-			       conn) &&
-		    ret == 0 && !by_fd)
-			conn->state = TL_HTTP_CONN_ENDED;
+		/* The end of a connection that carried HTTP, or its failure:
+		 * pending requests will get no answer. */
+		if (by_fd) {
+			if (conn && conn->state == TL_HTTP_CONN_HTTP)
+				emit_small(ret == 0 ? TL_HTTP_REC_EOF : TL_HTTP_REC_ERROR, cgid, (__u64)sk,
+					   (__s32)ret, conn);
+			return 0;
+		}
+		/* sock: the end is said when the socket is destroyed, a failure
+		 * now (a reset the process read is no longer in the socket
+		 * then), for any tracked socket: user space knows which
+		 * carried HTTP. Failures are rare. */
+		if (ret == 0)
+			return 0;
+		if (emit_small(TL_HTTP_REC_ERROR, cgid, bpf_get_socket_cookie(sk), (__s32)ret, conn)) {
+			if (conn)
+				sk_conn_settle(sk, conn);
+		} else if (!conn) {
+			conn = sk_conn_make(sk);
+			if (conn)
+				conn->lost = 1;
+		}
 		return 0;
 	}
-	if (conn && (conn->state == TL_HTTP_CONN_NOT_HTTP || conn->state == TL_HTTP_CONN_ENDED))
+	if (conn && conn->state == TL_HTTP_CONN_NOT_HTTP)
 		return 0;
 	sk_key = rec_key(sk, by_fd);
 	buf = user_buf(nr, regs, &buflen);
@@ -409,13 +446,12 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 	else if (n >= 4)
 		bpf_probe_read_user(head, 4, buf);
 	st = n >= 4 ? classify(head, n) : START_NONE;
+	/* (sock: no state is kept for it, the first bytes of each call
+	 * say it again for about what a state's lookup costs) */
 	if (st == START_NOT_HTTP) {
-		if (!conn) {
+		if (!conn && by_fd) {
 			fresh.state = TL_HTTP_CONN_NOT_HTTP;
-			if (by_fd)
-				bpf_map_update_elem(&http_conns, &sk_key, &fresh, BPF_ANY);
-			else
-				bpf_sk_storage_get(&http_sk_conns, sk, &fresh, BPF_SK_STORAGE_GET_F_CREATE);
+			bpf_map_update_elem(&http_conns, &sk_key, &fresh, BPF_ANY);
 		}
 		return 0;
 	}
@@ -474,27 +510,32 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 
 		if (!lost && cp == n && cp >= 4)
 			cont = tail != W('\r', '\n', '\r', '\n');
+		/* sock: a state only for a mark to keep. */
+		if (!by_fd && !conn && (lost || cont))
+			conn = sk_conn_make(sk);
 		/* Fixed offsets: an index computed from a flag turns into
 		 * pointer arithmetic the verifier refuses. */
 		if (!conn) {
+			if (!by_fd)
+				return 0;
 			fresh.state = TL_HTTP_CONN_HTTP;
 			fresh.lost = lost;
 			if (is_read)
 				fresh.cont[0] = cont;
 			else
 				fresh.cont[1] = cont;
-			if (by_fd)
-				bpf_map_update_elem(&http_conns, &sk_key, &fresh, BPF_ANY);
-			else
-				bpf_sk_storage_get(&http_sk_conns, sk, &fresh, BPF_SK_STORAGE_GET_F_CREATE);
+			bpf_map_update_elem(&http_conns, &sk_key, &fresh, BPF_ANY);
 		} else {
 			conn->state = TL_HTTP_CONN_HTTP;
 			conn->lost = lost;
-			conn->gen = gen;
 			if (is_read)
 				conn->cont[0] = cont;
 			else
 				conn->cont[1] = cont;
+			if (!by_fd) {
+				sk_conn_settle(sk, conn);
+				return 0;
+			}
 		}
 	}
 	/* The fd of a known connection is known already (a hash update per
@@ -557,8 +598,7 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
 	if (!sk)
 		return 0;
 	sk_key = (__u64)sk;
-	return on_io(regs, nr, ret, is_read, cgid, sk, bpf_map_lookup_elem(&http_conns, &sk_key), 0, fd,
-		     true);
+	return on_io(regs, nr, ret, is_read, cgid, sk, bpf_map_lookup_elem(&http_conns, &sk_key), fd, true);
 }
 
 /* The socket variant's body: the kernel's own socket send and receive
@@ -570,37 +610,31 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
  * the end of a connection. */
 static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, bool is_read)
 {
-	struct tl_http_conn *conn;
+	struct tl_http_conn *conn = NULL;
 	struct pt_regs *regs;
 	__u64 cgid;
-	__u32 gen;
 	long nr;
 
-	if (!io_result(ret, is_read) || (is_read && (flags & MSG_PEEK)))
+	/* (a read's end of stream says nothing here: the socket's
+	 * destruction does) */
+	if (!(ret > 0 || ret == -ECONNRESET || ret == -EPIPE) || (is_read && (flags & MSG_PEEK)))
 		return 0;
 	if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
 		return 0;
-	/* Read before the checks, kept with the state after them: an
-	 * untracking in between makes the next record check again. */
-	gen = *(volatile __u32 *)&http_track_gen;
-	/* The filter first: it answers for most processes on the node (those
-	 * of no tracked cgroup) without touching the socket's storage, whose
-	 * lines are most often cold. */
+	/* The filter answers for most processes on the node (those of no
+	 * tracked cgroup); the map's line for a tracked one is the same at
+	 * each of its calls, so warm. */
 	cgid = bpf_get_current_cgroup_id();
-	if (!cgroup_filtered(cgid))
+	if (!cgroup_tracked(cgid))
 		return 0;
-	/* The socket's own state: NULL for every socket no tracked process
-	 * ever sent HTTP on. */
-	conn = bpf_sk_storage_get(&http_sk_conns, sk, NULL, 0);
-	if (conn && (conn->state == TL_HTTP_CONN_NOT_HTTP || conn->state == TL_HTTP_CONN_ENDED))
-		return 0;
-	if (!(conn && conn->gen == gen) && !cgroup_in_map(cgid))
-		return 0;
+	/* The socket's storage only while some socket has a mark. */
+	if (*(volatile __u32 *)&http_marked)
+		conn = bpf_sk_storage_get(&http_sk_conns, sk, NULL, 0);
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	nr = regs->orig_ax;
 	if (ret > 0 && io_side(nr) != (is_read ? IO_READ : IO_WRITE))
 		return 0;
-	return on_io(regs, nr, ret, is_read, cgid, sk, conn, gen, 0, false);
+	return on_io(regs, nr, ret, is_read, cgid, sk, conn, 0, false);
 }
 
 SEC("tp_btf/sock_recv_length")
@@ -617,18 +651,33 @@ int BPF_PROG(http_sock_send, struct sock *sk, int ret, int flags)
 
 /* The socket variant's end of a connection: the socket is destroyed once the
  * process closed it and TCP is done with it, after the last read or write
- * it could make. Any context, the process's or a softirq's: no cgroup is
- * known. A reset the process never read is said with the close. The state
- * goes with the socket; a close that does not fit in the ring leaves user
- * space's pending requests to its idle expiry (the cookie is never reused). */
+ * it could make. Any context, the process's or a softirq's: the cgroup is
+ * the socket's own (an accepted one has its listener's). Said for every
+ * tracked TCP socket, HTTP or not (user space forgets what it does not
+ * know), as no state says which carried HTTP. A reset the process never
+ * read is said with it. A close that does not fit in the ring leaves user
+ * space's pending requests to its idle expiry (the cookie is never
+ * reused). */
 SEC("tp_btf/tcp_destroy_sock")
 int BPF_PROG(http_tcp_destroy, struct sock *sk)
 {
-	struct tl_http_conn *conn = bpf_sk_storage_get(&http_sk_conns, sk, NULL, 0);
+	struct tl_http_conn *conn = NULL;
+	struct cgroup *cg;
+	__u64 cgid;
 
-	if (conn && conn->state == TL_HTTP_CONN_HTTP)
-		emit_small(TL_HTTP_REC_CLOSE, 0, bpf_get_socket_cookie(sk),
-			   sk->sk_err == ECONNRESET ? -ECONNRESET : 0, conn);
+	if (*(volatile __u32 *)&http_marked) {
+		conn = bpf_sk_storage_get(&http_sk_conns, sk, NULL, 0);
+		if (conn)
+			__sync_fetch_and_add(&http_marked, -1);
+	}
+	cg = sk->sk_cgrp_data.cgroup;
+	if (!cg)
+		return 0;
+	cgid = cg->kn->id;
+	if (!cgroup_tracked(cgid))
+		return 0;
+	emit_small(TL_HTTP_REC_CLOSE, cgid, bpf_get_socket_cookie(sk),
+		   sk->sk_err == ECONNRESET ? -ECONNRESET : 0, conn);
 	return 0;
 }
 

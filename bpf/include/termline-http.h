@@ -59,14 +59,15 @@ static inline __u32 tl_http_cg_filter_bit(__u64 cgroup_id)
 	return (__u32)((cgroup_id * 0x9E3779B97F4A7C15ULL) >> (64 - TL_HTTP_CG_FILTER_SHIFT));
 }
 
-/* Per-connection state the program keeps (value of the conns map). */
+/* Per-connection state the program keeps: the sys_exit variants' for every
+ * connection they follow (http_conns), the sock variant's only while it
+ * holds a mark, cont or lost (http_sk_conns, docs/http-capture.md). */
 #define TL_HTTP_CONN_HTTP 1     /* an HTTP/1.x message was seen */
 #define TL_HTTP_CONN_NOT_HTTP 2 /* TLS or HTTP/2: never copy again */
-#define TL_HTTP_CONN_ENDED 3    /* EOF sent: user space forgot it, say nothing more */
 
 struct tl_http_conn {
 	__u8 state;
 	__u8 cont[2];         /* [read, write]: a head on that side continues */
 	__u8 lost;            /* a record of this connection did not fit in the ring */
-	__u32 gen;            /* sock variant: http_track_gen when last written */
+	__u32 pad;
 };

@@ -312,10 +312,12 @@ int tl_http_bpf_untrack_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 	if (b->cg_refs[bit] > 0 && --b->cg_refs[bit] == 0)
 		__atomic_fetch_and(&b->skel->bss->http_cg_filter[bit / 64], ~(1ULL << (bit % 64)),
 				   __ATOMIC_RELEASE);
-	/* After the map and the filter: sockets whose state says "tracked"
-	 * are checked again from their next record on. */
-	__atomic_fetch_add(&b->skel->bss->http_track_gen, 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+uint32_t tl_http_bpf_sock_states(const struct tl_http_bpf *b)
+{
+	return __atomic_load_n(&b->skel->bss->http_marked, __ATOMIC_ACQUIRE);
 }
 
 uint64_t tl_http_bpf_dropped(struct tl_http_bpf *b)

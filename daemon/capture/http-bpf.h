@@ -50,3 +50,7 @@ int tl_http_bpf_untrack_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id);
 
 /* Records lost to a full ring, all kinds. */
 uint64_t tl_http_bpf_dropped(struct tl_http_bpf *b);
+/* The sock variant's sockets that hold a state now (a head going on in the
+ * next call, a lost record not yet said): 0 once they are spent or their
+ * sockets gone; for tests. */
+uint32_t tl_http_bpf_sock_states(const struct tl_http_bpf *b);

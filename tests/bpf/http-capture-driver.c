@@ -134,6 +134,7 @@ int main(int argc, char **argv)
 	tl_loop_run(loop);
 	tl_http_bpf_detach(b);
 	fprintf(stderr, "dropped %llu\n", (unsigned long long)tl_http_bpf_dropped(b));
+	fprintf(stderr, "states %u\n", tl_http_bpf_sock_states(b));
 	tl_http_bpf_free(b);
 	tl_http_tracker_free(tracker);
 	tl_loop_del_io(loop, sfd);
