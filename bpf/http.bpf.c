@@ -339,23 +339,13 @@ static __always_inline bool io_result(long ret, bool is_read)
 	return ret > 0 || (ret == 0 && is_read) || ret == -ECONNRESET || ret == -EPIPE;
 }
 
-/* May cgid be tracked? false: it is not; true: look it up (the filter's bit
- * is shared by other cgroups). */
-static __always_inline bool cgroup_filtered(__u64 cgid)
+static __always_inline bool cgroup_tracked(__u64 cgid)
 {
 	__u32 bit = tl_http_cg_filter_bit(cgid);
 
-	return http_cg_filter[bit >> 6] & (1ULL << (bit & 63));
-}
-
-static __always_inline bool cgroup_in_map(__u64 cgid)
-{
+	if (!(http_cg_filter[bit >> 6] & (1ULL << (bit & 63))))
+		return false;
 	return bpf_map_lookup_elem(&http_cgroups, &cgid) != NULL;
-}
-
-static __always_inline bool cgroup_tracked(__u64 cgid)
-{
-	return cgroup_filtered(cgid) && cgroup_in_map(cgid);
 }
 
 /* A record's name for the connection: the socket's address where the
