@@ -60,6 +60,7 @@
 
 #include "bench-util.h"
 #include "capture.h"
+#include "http-bpf.h"
 #include "cgroup-map.h"
 #include "clock.h"
 #include "event.h"
@@ -82,25 +83,19 @@ static bool have_sock;
 /* What the server part measures as "capture on": V_SOCK or V_RAW. */
 static int on_variant;
 
-/* As termlined does (daemon/capture/http-bpf.c): the map and the filter's
- * bit. One cgroup tracked at a time here, so no counts per bit. */
+/* As termlined does (daemon/capture/http-bpf.c): the map and the table. */
 static int track(uint64_t cgid, bool on)
 {
-	int fd = bpf_map__fd(skel->maps.http_cgroups), r;
-	uint32_t bit = tl_http_cg_filter_bit(cgid);
+	int fd = bpf_map__fd(skel->maps.http_cgroups);
 	uint8_t one = 1;
 
 	if (on) {
 		if (bpf_map_update_elem(fd, &cgid, &one, BPF_ANY) < 0)
 			return -errno;
-		__atomic_fetch_or(&skel->bss->http_cg_filter[bit / 64], 1ULL << (bit % 64),
-				  __ATOMIC_RELEASE);
-		return 0;
+		return tl_http_cg_table_add((uint64_t *)skel->bss->http_cg_slots, cgid) < 0 ? -ENOSPC : 0;
 	}
-	__atomic_fetch_and(&skel->bss->http_cg_filter[bit / 64], ~(1ULL << (bit % 64)),
-			   __ATOMIC_RELEASE);
-	r = bpf_map_delete_elem(fd, &cgid) < 0 && errno != ENOENT ? -errno : 0;
-	return r;
+	tl_http_cg_table_remove((uint64_t *)skel->bss->http_cg_slots, cgid);
+	return bpf_map_delete_elem(fd, &cgid) < 0 && errno != ENOENT ? -errno : 0;
 }
 
 enum variant { V_NONE, V_EMPTY, V_RAW, V_CLASSIC, V_SOCK, V_MAX };

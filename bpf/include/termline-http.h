@@ -45,18 +45,24 @@ struct tl_http_rec {
 	__s32 err;            /* ERROR: the syscall's -errno */
 };
 
-/* The tracked cgroups' filter: one bit per hash of a cgroup id, set by
- * user space for every id in http_cgroups (and cleared when no tracked id
- * hashes to it). A clear bit dismisses a syscall without the hash map
- * lookup: one word of one page, at every read and write of every process
- * on the node (bench/README.md, "bench-http-capture"). A set bit may be
- * another cgroup's: the map says. */
-#define TL_HTTP_CG_FILTER_SHIFT 15
-#define TL_HTTP_CG_FILTER_WORDS ((1u << TL_HTTP_CG_FILTER_SHIFT) / 64)
+/* The tracked cgroups' table, the programs' first check at every read and
+ * write on the node: open addressing by a hash of the cgroup id, an id in
+ * one of the TL_HTTP_CG_PROBES slots from its home, 0 an empty slot (the
+ * search ends there), TL_HTTP_CG_GONE a removed id's (it goes on past).
+ * User space writes it through the mmapped .bss, one aligned 8-byte store
+ * per change, so a program sees an id or not, never half of one; the
+ * programs read it without a helper call. The hash map http_cgroups holds
+ * every tracked id as well; an id that found no slot in its window is only
+ * there, and http_cg_spilled sends the programs to the map when the table
+ * does not have an id (docs/http-capture.md, "Hooks"). */
+#define TL_HTTP_CG_SHIFT 12
+#define TL_HTTP_CG_SLOTS (1u << TL_HTTP_CG_SHIFT)
+#define TL_HTTP_CG_PROBES 8
+#define TL_HTTP_CG_GONE (~0ULL)
 
-static inline __u32 tl_http_cg_filter_bit(__u64 cgroup_id)
+static inline __u32 tl_http_cg_home(__u64 cgroup_id)
 {
-	return (__u32)((cgroup_id * 0x9E3779B97F4A7C15ULL) >> (64 - TL_HTTP_CG_FILTER_SHIFT));
+	return (__u32)((cgroup_id * 0x9E3779B97F4A7C15ULL) >> (64 - TL_HTTP_CG_SHIFT));
 }
 
 /* Per-connection state the program keeps: the sys_exit variants' for every

@@ -44,9 +44,8 @@ struct tl_http_bpf {
 	struct tl_loop *loop;
 	struct tl_timer *timer;
 	int rb_fd;
-	/* Tracked ids per bit of the kernel's cgroup filter (termline-http.h):
-	 * a bit is cleared when its last id is untracked. */
-	uint16_t cg_refs[1u << TL_HTTP_CG_FILTER_SHIFT];
+	/* Tracked ids that found no slot in the kernel's table. */
+	uint32_t cg_spilled;
 	tl_http_rec_cb cb;
 	void *ud;
 	uint64_t bad_records;
@@ -285,34 +284,97 @@ int tl_http_bpf_attach_loop(struct tl_http_bpf *b, struct tl_loop *loop)
 				 &b->timer);
 }
 
+#define SLOT(i) ((i) & (TL_HTTP_CG_SLOTS - 1))
+
+int tl_http_cg_table_add(uint64_t *slots, uint64_t cgroup_id)
+{
+	uint32_t home = tl_http_cg_home(cgroup_id), free_at = TL_HTTP_CG_PROBES;
+
+	if (cgroup_id == 0 || cgroup_id == TL_HTTP_CG_GONE)
+		return -EINVAL;
+	for (uint32_t i = 0; i < TL_HTTP_CG_PROBES; i++) {
+		uint64_t v = __atomic_load_n(&slots[SLOT(home + i)], __ATOMIC_RELAXED);
+
+		if (v == cgroup_id)
+			return 0;
+		if ((v == 0 || v == TL_HTTP_CG_GONE) && free_at == TL_HTTP_CG_PROBES)
+			free_at = i;
+		if (v == 0)
+			break;
+	}
+	if (free_at == TL_HTTP_CG_PROBES)
+		return -ENOSPC;
+	__atomic_store_n(&slots[SLOT(home + free_at)], cgroup_id, __ATOMIC_RELEASE);
+	return 1;
+}
+
+bool tl_http_cg_table_remove(uint64_t *slots, uint64_t cgroup_id)
+{
+	uint32_t home = tl_http_cg_home(cgroup_id), at;
+
+	if (cgroup_id == 0 || cgroup_id == TL_HTTP_CG_GONE)
+		return false;
+	for (at = 0; at < TL_HTTP_CG_PROBES; at++) {
+		uint64_t v = __atomic_load_n(&slots[SLOT(home + at)], __ATOMIC_RELAXED);
+
+		if (v == cgroup_id)
+			break;
+		if (v == 0)
+			return false;
+	}
+	if (at == TL_HTTP_CG_PROBES)
+		return false;
+	at = SLOT(home + at);
+	__atomic_store_n(&slots[at], TL_HTTP_CG_GONE, __ATOMIC_RELEASE);
+	/* A removed id's slot followed by an empty one can be empty too: no
+	 * id's search crosses an empty slot, so none goes on past this one.
+	 * And so on backwards, or the removed ones would fill the table. */
+	while (__atomic_load_n(&slots[SLOT(at + 1)], __ATOMIC_RELAXED) == 0 &&
+	       __atomic_load_n(&slots[at], __ATOMIC_RELAXED) == TL_HTTP_CG_GONE) {
+		__atomic_store_n(&slots[at], 0, __ATOMIC_RELEASE);
+		at = SLOT(at + TL_HTTP_CG_SLOTS - 1);
+	}
+	return true;
+}
+
 int tl_http_bpf_track_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 {
-	int fd = bpf_map__fd(b->skel->maps.http_cgroups);
-	uint32_t bit = tl_http_cg_filter_bit(cgroup_id);
+	int fd = bpf_map__fd(b->skel->maps.http_cgroups), r;
 	uint8_t one = 1, v;
 
 	if (bpf_map_lookup_elem(fd, &cgroup_id, &v) == 0)
 		return 0;
 	if (bpf_map_update_elem(fd, &cgroup_id, &one, BPF_NOEXIST) < 0)
 		return -errno;
-	/* The map first, then the bit: a set bit whose id is not in the map
-	 * yet only costs a lookup. */
-	if (b->cg_refs[bit]++ == 0)
-		__atomic_fetch_or(&b->skel->bss->http_cg_filter[bit / 64], 1ULL << (bit % 64),
-				  __ATOMIC_RELEASE);
+	/* The map first: a spilled id is looked up there. */
+	r = tl_http_cg_table_add((uint64_t *)b->skel->bss->http_cg_slots, cgroup_id);
+	if (r == -ENOSPC && b->cg_spilled++ == 0)
+		__atomic_store_n(&b->skel->bss->http_cg_spilled, 1, __ATOMIC_RELEASE);
+	else if (r < 0 && r != -ENOSPC) {
+		bpf_map_delete_elem(fd, &cgroup_id);
+		return r;
+	}
 	return 0;
 }
 
 int tl_http_bpf_untrack_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 {
-	uint32_t bit = tl_http_cg_filter_bit(cgroup_id);
+	int fd = bpf_map__fd(b->skel->maps.http_cgroups);
+	uint8_t v;
 
-	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.http_cgroups), &cgroup_id) < 0)
+	if (bpf_map_lookup_elem(fd, &cgroup_id, &v) < 0)
 		return -errno;
-	if (b->cg_refs[bit] > 0 && --b->cg_refs[bit] == 0)
-		__atomic_fetch_and(&b->skel->bss->http_cg_filter[bit / 64], ~(1ULL << (bit % 64)),
-				   __ATOMIC_RELEASE);
+	if (!tl_http_cg_table_remove((uint64_t *)b->skel->bss->http_cg_slots, cgroup_id) && b->cg_spilled > 0 &&
+	    --b->cg_spilled == 0)
+		__atomic_store_n(&b->skel->bss->http_cg_spilled, 0, __ATOMIC_RELEASE);
+	if (bpf_map_delete_elem(fd, &cgroup_id) < 0)
+		return -errno;
 	return 0;
+}
+
+uint32_t tl_http_bpf_cg_spilled(const struct tl_http_bpf *b)
+{
+	return b->cg_spilled;
 }
 
 uint32_t tl_http_bpf_sock_states(const struct tl_http_bpf *b)

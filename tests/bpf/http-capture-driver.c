@@ -4,8 +4,8 @@
  * line, until SIGTERM or SIGINT; then it drains the ring, detaches and
  * prints "dropped N" (records lost to a full ring) on stderr. Requests
  * still pending then stay unreported. SIGUSR1 untracks the cgroups,
- * SIGUSR2 tracks them again (the kernel's cgroup filter bit is cleared and
- * set back). Driven by
+ * SIGUSR2 tracks them again (the kernel's cgroup table loses the ids and
+ * has them back). Driven by
  * tests/bpf/test-http-capture.py. Needs root.
  *   http-capture-driver [--prefix N] [--ring BYTES] [--variant V] CGROUP_ID...
  * V: auto (default), sock, rdonly_cast or probe_read (http-bpf.h). Prints

@@ -373,7 +373,7 @@ def main():
         assert get(c, "/quiet", "untracked-1") == 200
         c.close()
 
-        # a cgroup untracked (its bit in the kernel's filter cleared, its map
+        # a cgroup untracked (its slot in the kernel's table emptied, its map
         # entry deleted) produces nothing; tracked again, it is seen again.
         # Also on a keep-alive connection that carried HTTP before
         ka = http.client.HTTPConnection("127.0.0.1", ng_port, timeout=5)
