@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the whole agent costs a server on its node: nginx (Debian's
 nginx-light, one worker) in a Pod's container cgroup under wrk, termlined
-off (A) and on (B), interleaved A B B A per round. Prints figures; asserts
+off (A) and on (B), interleaved A B B A per round. Each run starts its own
+nginx in the cgroup it runs in (so its sockets are that cgroup's, as a
+container's are) and warms it with a 1 s wrk run. Prints figures; asserts
 nothing (bench/README.md, "overhead"). Needs root, nginx and wrk.
 
   bench-overhead.py --build BUILD [--scenario steady,window]
@@ -173,18 +175,36 @@ class Pod:
         self.leaf = os.path.join(self.pod, uuid.uuid4().hex + uuid.uuid4().hex)
         os.makedirs(self.leaf)
 
-    def enter(self, pid):
-        write(os.path.join(self.leaf, "cgroup.procs"), str(pid))
-
-    def remove(self, park):
-        """Moves what runs in it to park, then removes it."""
-        try:
-            with open(os.path.join(self.leaf, "cgroup.procs"), encoding="ascii") as f:
-                for pid in f.read().split():
-                    write(os.path.join(park, "cgroup.procs"), pid)
-        except OSError:
-            pass
+    def remove(self):
+        """Removes it (what ran in it has exited)."""
         E.remove_dirs((self.leaf, self.pod), wait=5)
+
+
+class Nginx:
+    """One nginx started in cgroup leaf, as a container's process is: its
+    listener, and so every socket it accepts, belongs to that cgroup (a
+    process moved into a Pod after it made its sockets would leave them in
+    the cgroup it came from). Answering (and warmed up by a 1 s wrk run)
+    when made."""
+
+    def __init__(self, work, port, leaf):
+        self.proc = subprocess.Popen((["taskset", "-c", "0"] if PIN else []) +
+                                     ["nginx", "-c", os.path.join(work, "nginx.conf"), "-e", "/dev/null"],
+                                     preexec_fn=lambda: write(os.path.join(leaf, "cgroup.procs"), str(os.getpid())))
+        try:
+            E.wait_for(lambda: subprocess.run(["wrk", "-t1", "-c1", "-d1s", f"http://127.0.0.1:{port}/index.html"],
+                                              capture_output=True).returncode == 0, 20, "nginx answering")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 class Agent:
@@ -238,21 +258,21 @@ class Agent:
 STATS = "/proc/sys/kernel/bpf_stats_enabled"
 
 
-def one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_pod, stats=False):
-    """One wrk run; returns a dict of its figures. stats: with
-    kernel.bpf_stats_enabled on, for the programs' run time (which then
-    also costs every program run two clock reads)."""
-    agent = pod = None
+def one_run(args, scenario, mode, with_agent, root, work, n, steady_pod, stats=False):
+    """One wrk run against a fresh nginx; returns a dict of its figures.
+    stats: with kernel.bpf_stats_enabled on, for the programs' run time
+    (which then also costs every program run two clock reads)."""
+    agent = pod = ng = None
     write(STATS, "1" if stats else "0")
     try:
         if with_agent:
             if scenario == "window":
                 agent = Agent(args.build, work, root, n)
                 pod = Pod(root)
-                pod.enter(ng.pid)
+                ng = Nginx(work, args.port, pod.leaf)
                 E.wait_for(lambda: agent.capture() == "attached", 30, "the HTTP capture attached")
             else:
-                steady_pod.enter(ng.pid)
+                ng = Nginx(work, args.port, steady_pod.leaf)
                 agent = Agent(args.build, work, root, n)
                 time.sleep(1)
                 if agent.capture() == "attached":
@@ -261,7 +281,7 @@ def one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_po
             kreq0, drop0 = agent.metric("termline_http_kernel_requests_total"), agent.metric("termline_http_ring_dropped")
             a0, b0 = task_ns(agent.proc.pid), bpf_run_ns(agent.proc.pid)
         else:
-            steady_pod.enter(ng.pid)
+            ng = Nginx(work, args.port, steady_pod.leaf)
         u0 = usage_usec(steady_pod.leaf if pod is None else pod.leaf)
         rps, reqs, p99 = run_wrk(args.port, args.seconds, args.connections, mode == "close")
         u1 = usage_usec(steady_pod.leaf if pod is None else pod.leaf)
@@ -278,10 +298,12 @@ def one_run(args, scenario, mode, with_agent, ng, park, root, work, n, steady_po
             out["drops"] = agent.metric("termline_http_ring_dropped") - drop0
         return out
     finally:
+        if ng:
+            ng.stop()
         if agent:
             agent.stop()
         if pod:
-            pod.remove(park)
+            pod.remove()
 
 
 def main():
@@ -327,18 +349,12 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = tempfile.mkdtemp(prefix="termline-bench-overhead-")
     root = os.path.join(E.cgroup2_mount(), f"termline-bench-overhead-{os.getpid()}")
-    park = os.path.join(root, "park")
-    os.makedirs(park)
     steady_pod = Pod(root)
     os.makedirs(os.path.join(work, "www"))
     write(os.path.join(work, "www", "index.html"), "<html><body>termline bench</body></html>\n")
     args.port = E.free_port()
     write(os.path.join(work, "nginx.conf"), NGINX_CONF.format(d=work, port=args.port))
-    ng = subprocess.Popen((["taskset", "-c", "0"] if PIN else []) + ["nginx", "-c", os.path.join(work, "nginx.conf"), "-e", "/dev/null"],
-                          preexec_fn=lambda: write(os.path.join(park, "cgroup.procs"), str(os.getpid())))
     try:
-        E.wait_for(lambda: subprocess.run(["wrk", "-t1", "-c1", "-d1s", f"http://127.0.0.1:{args.port}/index.html"],
-                                          capture_output=True).returncode == 0, 20, "nginx answering")
         n = 0
         print(f"termlined {args.build}/daemon/termlined; nginx one worker; wrk -t1 -c{args.connections}, "
               f"{args.seconds} s runs, {args.rounds} A B B A rounds; load average {os.getloadavg()[0]:.2f}",
@@ -349,7 +365,7 @@ def main():
                 for r in range(args.rounds):
                     for with_agent in (False, True, True, False, "stats"):
                         n += 1
-                        x = one_run(args, scenario, mode, bool(with_agent), ng, park, root, work, n, steady_pod,
+                        x = one_run(args, scenario, mode, bool(with_agent), root, work, n, steady_pod,
                                     stats=with_agent == "stats")
                         runs[with_agent].append(x)
                         side = {False: "off", True: "on ", "stats": "on, BPF stats on"}[with_agent]
@@ -396,14 +412,8 @@ def main():
                       f"{100 * max(aa):.1f} %)", flush=True)
     finally:
         write(STATS, stats_was)
-        ng.send_signal(signal.SIGTERM)
-        try:
-            ng.wait(10)
-        except subprocess.TimeoutExpired:
-            ng.kill()
-            ng.wait()
-        steady_pod.remove(park)
-        E.remove_dirs((park, os.path.join(root, "kubepods", "besteffort"), os.path.join(root, "kubepods"), root))
+        steady_pod.remove()
+        E.remove_dirs((os.path.join(root, "kubepods", "besteffort"), os.path.join(root, "kubepods"), root))
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -366,6 +366,27 @@ static __always_inline __u64 rec_key(struct sock *sk, const bool by_fd)
 	return by_fd ? (__u64)sk : bpf_get_socket_cookie(sk);
 }
 
+/* The cgroup v2 id of the socket's own cgroup (where it was made; an
+ * accepted one's is its listener's), 0 when it has none. */
+static __always_inline __u64 sk_cgroup_id(struct sock *sk)
+{
+	struct cgroup *cg = sk->sk_cgrp_data.cgroup;
+
+	return cg ? cg->kn->id : 0;
+}
+
+/* sock variant: a socket a tracked process (cgid) used whose own cgroup is
+ * not tracked: a process moved into the Pod after it made its listener, a
+ * socket handed over from another cgroup. The end is said by the socket's
+ * cgroup, so such a socket keeps a state that says it. (Most often the
+ * socket's cgroup is the process's own: lines this call read already.) */
+static __always_inline bool sk_foreign(struct sock *sk, __u64 cgid)
+{
+	__u64 id = sk_cgroup_id(sk);
+
+	return id != cgid && !cgroup_tracked(id);
+}
+
 /* sock variant: a state for sk, created (and counted) or the one there. */
 static __always_inline struct tl_http_conn *sk_conn_make(struct sock *sk)
 {
@@ -385,7 +406,7 @@ static __always_inline struct tl_http_conn *sk_conn_make(struct sock *sk)
  * is not to be used after. */
 static __always_inline void sk_conn_settle(struct sock *sk, struct tl_http_conn *conn)
 {
-	if (!conn->lost && !conn->cont[0] && !conn->cont[1] &&
+	if (!conn->lost && !conn->cont[0] && !conn->cont[1] && !conn->foreign &&
 	    bpf_sk_storage_delete(&http_sk_conns, sk) == 0)
 		__sync_fetch_and_add(&http_marked, -1);
 }
@@ -428,10 +449,14 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 		if (emit_small(TL_HTTP_REC_ERROR, cgid, bpf_get_socket_cookie(sk), (__s32)ret, conn)) {
 			if (conn)
 				sk_conn_settle(sk, conn);
+			else if (sk_foreign(sk, cgid) && (conn = sk_conn_make(sk)))
+				conn->foreign = 1;
 		} else if (!conn) {
 			conn = sk_conn_make(sk);
-			if (conn)
+			if (conn) {
 				conn->lost = 1;
+				conn->foreign = sk_foreign(sk, cgid);
+			}
 		}
 		return 0;
 	}
@@ -512,8 +537,14 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 		if (!lost && cp == n && cp >= 4)
 			cont = tail != W('\r', '\n', '\r', '\n');
 		/* sock: a state only for a mark to keep. */
-		if (!by_fd && !conn && (lost || cont))
-			conn = sk_conn_make(sk);
+		if (!by_fd && !conn) {
+			__u8 foreign = sk_foreign(sk, cgid);
+
+			if (lost || cont || foreign)
+				conn = sk_conn_make(sk);
+			if (conn)
+				conn->foreign = foreign;
+		}
 		/* Fixed offsets: an index computed from a flag turns into
 		 * pointer arithmetic the verifier refuses. */
 		if (!conn) {
@@ -662,7 +693,6 @@ SEC("tp_btf/tcp_destroy_sock")
 int BPF_PROG(http_tcp_destroy, struct sock *sk)
 {
 	struct tl_http_conn *conn = NULL;
-	struct cgroup *cg;
 	__u64 cgid;
 
 	if (*(volatile __u32 *)&http_marked) {
@@ -670,11 +700,8 @@ int BPF_PROG(http_tcp_destroy, struct sock *sk)
 		if (conn)
 			__sync_fetch_and_add(&http_marked, -1);
 	}
-	cg = sk->sk_cgrp_data.cgroup;
-	if (!cg)
-		return 0;
-	cgid = cg->kn->id;
-	if (!cgroup_tracked(cgid))
+	cgid = sk_cgroup_id(sk);
+	if (!(conn && conn->foreign) && !cgroup_tracked(cgid))
 		return 0;
 	emit_small(TL_HTTP_REC_CLOSE, cgid, bpf_get_socket_cookie(sk),
 		   sk->sk_err == ECONNRESET ? -ECONNRESET : 0, conn);

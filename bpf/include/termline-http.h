@@ -75,5 +75,8 @@ struct tl_http_conn {
 	__u8 state;
 	__u8 cont[2];         /* [read, write]: a head on that side continues */
 	__u8 lost;            /* a record of this connection did not fit in the ring */
-	__u32 pad;
+	/* sock variant: the socket's own cgroup is not tracked (its process
+	 * made it elsewhere, then moved): its end is said because of this */
+	__u8 foreign;
+	__u8 pad[3];
 };

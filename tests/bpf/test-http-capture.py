@@ -9,7 +9,8 @@ Servers: a Python HTTP/1.1 server (--serve, the same BaseHTTPRequestHandler
 the simulated Pod's app uses) and nginx from Debian. Cases: keep-alive,
 connection per request, pipelined, chunked, 404, headers split across
 writes, a reset mid-request (read by the server, and never read by it), a
-request read on one thread and answered from another, the listener closed
+request read on one thread and answered from another, a server moved into
+the tracked cgroup after it made its listener, the listener closed
 mid-load, an outbound client, a server in an untracked cgroup that must
 produce nothing, a tracked cgroup untracked (nothing) and tracked again
 (seen), and a ring too small for the load (losses counted, nothing
@@ -339,6 +340,28 @@ def main():
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()
         expect(d, "rst-unread", 0, error="reset" if d.variant == "sock" else "closed")
+
+        # a server that made its listener in an untracked cgroup, then was
+        # moved into the tracked one: its sockets stay in the cgroup they
+        # were made in. Its requests are seen, and a request on a connection
+        # it closes without answering ends "closed" (said at the socket's
+        # end, which the socket's cgroup alone would not say)
+        mv_port = E.free_port()
+        mv = spawn_in(untracked, ["/usr/bin/python3", me, "--serve", str(mv_port)])
+        procs.append(mv)
+        wait_port(mv_port)
+        with open(os.path.join(tracked, "cgroup.procs"), "w") as f:
+            f.write(str(mv.pid))
+        c = http.client.HTTPConnection("127.0.0.1", mv_port, timeout=5)
+        assert get(c, "/a", "mv-1") == 200
+        c.close()
+        expect(d, "mv-1", 200)
+        s = socket.create_connection(("127.0.0.1", mv_port))
+        s.settimeout(5)
+        s.sendall(req("mv-drop", "/drop?ms=10"))
+        assert s.recv(100) == b""
+        s.close()
+        expect(d, "mv-drop", 0, error="closed")
 
         # read on one thread, answered from another
         for i in range(3):
