@@ -92,9 +92,9 @@ static int track(uint64_t cgid, bool on)
 	if (on) {
 		if (bpf_map_update_elem(fd, &cgid, &one, BPF_ANY) < 0)
 			return -errno;
-		return tl_http_cg_table_add((uint64_t *)skel->bss->http_cg_slots, cgid) < 0 ? -ENOSPC : 0;
+		return tl_cg_table_add(skel->bss->http_cg.slots, cgid) < 0 ? -ENOSPC : 0;
 	}
-	tl_http_cg_table_remove((uint64_t *)skel->bss->http_cg_slots, cgid);
+	tl_cg_table_remove(skel->bss->http_cg.slots, cgid);
 	return bpf_map_delete_elem(fd, &cgid) < 0 && errno != ENOENT ? -errno : 0;
 }
 

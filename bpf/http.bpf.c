@@ -53,10 +53,9 @@ struct {
 	__uint(max_entries, 4 * 1024 * 1024);
 } http_events SEC(".maps");
 
-/* The tracked cgroups (termline-http.h), written by user space through the
- * mmapped .bss; http_cg_spilled: some tracked id is only in http_cgroups. */
-__u64 http_cg_slots[TL_HTTP_CG_SLOTS];
-__u32 http_cg_spilled;
+/* The tracked cgroups (termline-cgtab.h), written by user space through the
+ * mmapped .bss; http_cgroups holds them all. */
+struct tl_cg_table http_cg;
 /* The sock variant's sockets with a state in their storage: one holds a
  * mark (a head that goes on in the next read or write on a side, a record
  * lost to a full ring) and goes when the marks are spent. While no socket
@@ -341,22 +340,14 @@ static __always_inline bool io_result(long ret, bool is_read)
 }
 
 /* Most often one load: an untracked process's id meets an empty slot, a
- * tracked one's its own id (the hash map's lookup it replaces was ~100 ns
- * per call under nginx, bench/README.md). */
+ * tracked one's its own id. */
 static __always_inline bool cgroup_tracked(__u64 cgid)
 {
-	__u32 home = tl_http_cg_home(cgid);
+	int r = tl_cg_find(http_cg.slots, cgid);
 
-#pragma unroll
-	for (__u32 i = 0; i < TL_HTTP_CG_PROBES; i++) {
-		__u64 v = *(volatile __u64 *)&http_cg_slots[(home + i) & (TL_HTTP_CG_SLOTS - 1)];
-
-		if (v == 0)
-			return false;
-		if (v == cgid)
-			return true;
-	}
-	return *(volatile __u32 *)&http_cg_spilled && bpf_map_lookup_elem(&http_cgroups, &cgid) != NULL;
+	if (r >= 0)
+		return r;
+	return *(volatile __u32 *)&http_cg.spilled && bpf_map_lookup_elem(&http_cgroups, &cgid) != NULL;
 }
 
 /* A record's name for the connection: the socket's address where the

@@ -8,6 +8,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "termline-events.h"
+#include "termline-cgtab.h"
 
 /* Resized from the configuration before load. */
 struct {
@@ -31,9 +32,33 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
+/* The same set as a table the programs search with plain loads (one element,
+ * mmapped and written by user space; termline-cgtab.h): the hash map above
+ * answers only for ids the table could not place. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tl_cg_table);
+} tracked_table SEC(".maps");
+
 static __always_inline int tl_cgroup_tracked(__u64 cgid)
 {
-	return cgid && bpf_map_lookup_elem(&tracked_cgroups, &cgid) != NULL;
+	__u32 zero = 0;
+	struct tl_cg_table *t;
+	int r;
+
+	if (!cgid)
+		return 0;
+	/* (an array's lookup is inlined by the verifier: no helper call) */
+	t = bpf_map_lookup_elem(&tracked_table, &zero);
+	if (!t)
+		return 0;
+	r = tl_cg_find(t->slots, cgid);
+	if (r >= 0)
+		return r;
+	return *(volatile __u32 *)&t->spilled && bpf_map_lookup_elem(&tracked_cgroups, &cgid) != NULL;
 }
 
 static __always_inline void *tl_reserve(__u32 size, __u32 kind)

@@ -9,6 +9,7 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+#include "termline-cgtab.h"
 
 /* Largest prefix the program can copy; --http-prefix-bytes picks up to this. */
 #define TL_HTTP_PREFIX_MAX 4096
@@ -45,25 +46,6 @@ struct tl_http_rec {
 	__s32 err;            /* ERROR: the syscall's -errno */
 };
 
-/* The tracked cgroups' table, the programs' first check at every read and
- * write on the node: open addressing by a hash of the cgroup id, an id in
- * one of the TL_HTTP_CG_PROBES slots from its home, 0 an empty slot (the
- * search ends there), TL_HTTP_CG_GONE a removed id's (it goes on past).
- * User space writes it through the mmapped .bss, one aligned 8-byte store
- * per change, so a program sees an id or not, never half of one; the
- * programs read it without a helper call. The hash map http_cgroups holds
- * every tracked id as well; an id that found no slot in its window is only
- * there, and http_cg_spilled sends the programs to the map when the table
- * does not have an id (docs/http-capture.md, "Hooks"). */
-#define TL_HTTP_CG_SHIFT 12
-#define TL_HTTP_CG_SLOTS (1u << TL_HTTP_CG_SHIFT)
-#define TL_HTTP_CG_PROBES 8
-#define TL_HTTP_CG_GONE (~0ULL)
-
-static inline __u32 tl_http_cg_home(__u64 cgroup_id)
-{
-	return (__u32)((cgroup_id * 0x9E3779B97F4A7C15ULL) >> (64 - TL_HTTP_CG_SHIFT));
-}
 
 /* Per-connection state the program keeps: the sys_exit variants' for every
  * connection they follow (http_conns), the sock variant's only while it

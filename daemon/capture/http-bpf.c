@@ -284,59 +284,6 @@ int tl_http_bpf_attach_loop(struct tl_http_bpf *b, struct tl_loop *loop)
 				 &b->timer);
 }
 
-#define SLOT(i) ((i) & (TL_HTTP_CG_SLOTS - 1))
-
-int tl_http_cg_table_add(uint64_t *slots, uint64_t cgroup_id)
-{
-	uint32_t home = tl_http_cg_home(cgroup_id), free_at = TL_HTTP_CG_PROBES;
-
-	if (cgroup_id == 0 || cgroup_id == TL_HTTP_CG_GONE)
-		return -EINVAL;
-	for (uint32_t i = 0; i < TL_HTTP_CG_PROBES; i++) {
-		uint64_t v = __atomic_load_n(&slots[SLOT(home + i)], __ATOMIC_RELAXED);
-
-		if (v == cgroup_id)
-			return 0;
-		if ((v == 0 || v == TL_HTTP_CG_GONE) && free_at == TL_HTTP_CG_PROBES)
-			free_at = i;
-		if (v == 0)
-			break;
-	}
-	if (free_at == TL_HTTP_CG_PROBES)
-		return -ENOSPC;
-	__atomic_store_n(&slots[SLOT(home + free_at)], cgroup_id, __ATOMIC_RELEASE);
-	return 1;
-}
-
-bool tl_http_cg_table_remove(uint64_t *slots, uint64_t cgroup_id)
-{
-	uint32_t home = tl_http_cg_home(cgroup_id), at;
-
-	if (cgroup_id == 0 || cgroup_id == TL_HTTP_CG_GONE)
-		return false;
-	for (at = 0; at < TL_HTTP_CG_PROBES; at++) {
-		uint64_t v = __atomic_load_n(&slots[SLOT(home + at)], __ATOMIC_RELAXED);
-
-		if (v == cgroup_id)
-			break;
-		if (v == 0)
-			return false;
-	}
-	if (at == TL_HTTP_CG_PROBES)
-		return false;
-	at = SLOT(home + at);
-	__atomic_store_n(&slots[at], TL_HTTP_CG_GONE, __ATOMIC_RELEASE);
-	/* A removed id's slot followed by an empty one can be empty too: no
-	 * id's search crosses an empty slot, so none goes on past this one.
-	 * And so on backwards, or the removed ones would fill the table. */
-	while (__atomic_load_n(&slots[SLOT(at + 1)], __ATOMIC_RELAXED) == 0 &&
-	       __atomic_load_n(&slots[at], __ATOMIC_RELAXED) == TL_HTTP_CG_GONE) {
-		__atomic_store_n(&slots[at], 0, __ATOMIC_RELEASE);
-		at = SLOT(at + TL_HTTP_CG_SLOTS - 1);
-	}
-	return true;
-}
-
 int tl_http_bpf_track_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 {
 	int fd = bpf_map__fd(b->skel->maps.http_cgroups), r;
@@ -347,9 +294,9 @@ int tl_http_bpf_track_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 	if (bpf_map_update_elem(fd, &cgroup_id, &one, BPF_NOEXIST) < 0)
 		return -errno;
 	/* The map first: a spilled id is looked up there. */
-	r = tl_http_cg_table_add((uint64_t *)b->skel->bss->http_cg_slots, cgroup_id);
+	r = tl_cg_table_add(b->skel->bss->http_cg.slots, cgroup_id);
 	if (r == -ENOSPC && b->cg_spilled++ == 0)
-		__atomic_store_n(&b->skel->bss->http_cg_spilled, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&b->skel->bss->http_cg.spilled, 1, __ATOMIC_RELEASE);
 	else if (r < 0 && r != -ENOSPC) {
 		bpf_map_delete_elem(fd, &cgroup_id);
 		return r;
@@ -364,9 +311,9 @@ int tl_http_bpf_untrack_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 
 	if (bpf_map_lookup_elem(fd, &cgroup_id, &v) < 0)
 		return -errno;
-	if (!tl_http_cg_table_remove((uint64_t *)b->skel->bss->http_cg_slots, cgroup_id) && b->cg_spilled > 0 &&
+	if (!tl_cg_table_remove(b->skel->bss->http_cg.slots, cgroup_id) && b->cg_spilled > 0 &&
 	    --b->cg_spilled == 0)
-		__atomic_store_n(&b->skel->bss->http_cg_spilled, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&b->skel->bss->http_cg.spilled, 0, __ATOMIC_RELEASE);
 	if (bpf_map_delete_elem(fd, &cgroup_id) < 0)
 		return -errno;
 	return 0;

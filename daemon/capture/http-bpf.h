@@ -48,17 +48,10 @@ int tl_http_bpf_drain(struct tl_http_bpf *b);
 int tl_http_bpf_track_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id);
 int tl_http_bpf_untrack_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id);
 /* Tracked cgroups spilled to the hash map (no slot in the table near their
- * home, termline-http.h): the programs look there for every id the table
+ * home, termline-cgtab.h): the programs look there for every id the table
  * does not have while this is not 0. */
 uint32_t tl_http_bpf_cg_spilled(const struct tl_http_bpf *b);
 
-/* The tracked cgroups' table (termline-http.h) on slots[TL_HTTP_CG_SLOTS],
- * the programs' live copy or any other; one writer. Add: 1 placed, 0 there
- * already, -ENOSPC no free slot in the id's window. Remove: true when it
- * was there. Both leave a reader with the old or the new word of one slot,
- * and no id of the table out of any reader's reach. */
-int tl_http_cg_table_add(uint64_t *slots, uint64_t cgroup_id);
-bool tl_http_cg_table_remove(uint64_t *slots, uint64_t cgroup_id);
 
 /* Records lost to a full ring, all kinds. */
 uint64_t tl_http_bpf_dropped(struct tl_http_bpf *b);

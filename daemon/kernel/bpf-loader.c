@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "errmsg.h"
 #include "metrics.h"
 #include "termline-events.h"
+#include "termline-cgtab.h"
 #include "signals.h"
 #include "options.h"
 #include "process.skel.h"
@@ -79,6 +81,10 @@ struct tl_bpf {
 	uint64_t last_publish_ms;
 	unsigned empty_drains;
 	bool drain_idle;
+	/* The tracked cgroups' table the programs search (termline-cgtab.h),
+	 * mmapped; ids that found no slot in it. */
+	struct tl_cg_table *cgtab;
+	uint32_t cg_spilled;
 	char probe_buf[N_HOOKS][48];
 	const char *probes[N_HOOKS + 1];
 };
@@ -257,6 +263,8 @@ static int open_load_attach(struct tl_bpf *b, const struct tl_bpf_config *cfg,
 		r = bpf_map__reuse_fd(b->net->maps.tracked_cgroups,
 				      bpf_map__fd(b->proc->maps.tracked_cgroups));
 	if (r >= 0)
+		r = bpf_map__reuse_fd(b->net->maps.tracked_table, bpf_map__fd(b->proc->maps.tracked_table));
+	if (r >= 0)
 		r = bpf_map__reuse_fd(b->net->maps.drops, bpf_map__fd(b->proc->maps.drops));
 	if (r < 0) {
 		capture_buf = NULL;
@@ -266,6 +274,15 @@ static int open_load_attach(struct tl_bpf *b, const struct tl_bpf_config *cfg,
 	r = termline_net__load(b->net);
 	if (r < 0)
 		goto load_failed;
+	b->cgtab = mmap(NULL, sizeof(*b->cgtab), PROT_READ | PROT_WRITE, MAP_SHARED,
+			bpf_map__fd(b->proc->maps.tracked_table), 0);
+	if (b->cgtab == MAP_FAILED) {
+		r = -errno;
+		b->cgtab = NULL;
+		capture_buf = NULL;
+		tl_err(err, errlen, "cannot map the tracked cgroups' table: %s", strerror(-r));
+		return r;
+	}
 	r = termline_process__attach(b->proc);
 	if (r >= 0)
 		r = termline_net__attach(b->net);
@@ -407,6 +424,8 @@ void tl_bpf_free(struct tl_bpf *b)
 	if (b->loop && b->rb_fd >= 0)
 		tl_loop_del_io(b->loop, b->rb_fd);
 	ring_buffer__free(b->rb);
+	if (b->cgtab)
+		munmap(b->cgtab, sizeof(*b->cgtab));
 	close_objects(b);
 	free(b->percpu);
 	free(b);
@@ -581,21 +600,31 @@ int tl_bpf_attach_loop(struct tl_bpf *b, struct tl_loop *loop, const struct tl_e
 
 int tl_bpf_track_cgroup(struct tl_bpf *b, uint64_t cgroup_id)
 {
-	uint8_t one = 1;
+	int fd = bpf_map__fd(b->proc->maps.tracked_cgroups), r;
+	uint8_t one = 1, v;
 
-	if (!cgroup_id)
+	if (!cgroup_id || cgroup_id == TL_CG_GONE)
 		return -EINVAL;
-	if (bpf_map_update_elem(bpf_map__fd(b->proc->maps.tracked_cgroups), &cgroup_id, &one,
-				BPF_ANY) < 0)
+	if (bpf_map_lookup_elem(fd, &cgroup_id, &v) == 0)
+		return 0;
+	if (bpf_map_update_elem(fd, &cgroup_id, &one, BPF_NOEXIST) < 0)
 		return -errno;
+	/* The map first: a spilled id is looked up there. */
+	r = tl_cg_table_add(b->cgtab->slots, cgroup_id);
+	if (r == -ENOSPC && b->cg_spilled++ == 0)
+		__atomic_store_n(&b->cgtab->spilled, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
 int tl_bpf_untrack_cgroup(struct tl_bpf *b, uint64_t cgroup_id)
 {
-	int r = 0;
+	int fd = bpf_map__fd(b->proc->maps.tracked_cgroups), r = 0;
+	uint8_t v;
 
-	if (bpf_map_delete_elem(bpf_map__fd(b->proc->maps.tracked_cgroups), &cgroup_id) < 0)
+	if (bpf_map_lookup_elem(fd, &cgroup_id, &v) == 0 &&
+	    !tl_cg_table_remove(b->cgtab->slots, cgroup_id) && b->cg_spilled > 0 && --b->cg_spilled == 0)
+		__atomic_store_n(&b->cgtab->spilled, 0, __ATOMIC_RELEASE);
+	if (bpf_map_delete_elem(fd, &cgroup_id) < 0)
 		r = -errno;
 	/* Its per-cgroup close count goes with it (the total keeps it). */
 	bpf_map_delete_elem(bpf_map__fd(b->net->maps.tcp_closed), &cgroup_id);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The tracked cgroups' table (bpf/include/termline-http.h) as user space
- * writes it: every id added is found by the programs' search (its window
+/* The tracked cgroups' table (bpf/include/termline-cgtab.h) as user space
+ * writes it and the programs search it: every id added is found by the programs' search (its window
  * from its home, ending at an empty slot), no id removed is, colliding ids
  * fill a window and the next one spills, removed slots are reused and
  * emptied again, across the table's end, and against a reference set
@@ -10,42 +10,31 @@
 #include <string.h>
 #include <check.h>
 
-#include "http-bpf.h"
+#include "termline-cgtab.h"
 #include "../check-run.h"
 
-static uint64_t slots[TL_HTTP_CG_SLOTS];
+static __u64 slots[TL_CG_SLOTS];
 
-/* The search the programs make (bpf/http.bpf.c, cgroup_tracked()), without
- * the spilled ids' map. */
+/* The programs' search, without the spilled ids' map. */
 static bool found(uint64_t id)
 {
-	uint32_t home = tl_http_cg_home(id);
-
-	for (uint32_t i = 0; i < TL_HTTP_CG_PROBES; i++) {
-		uint64_t v = slots[(home + i) & (TL_HTTP_CG_SLOTS - 1)];
-
-		if (v == 0)
-			return false;
-		if (v == id)
-			return true;
-	}
-	return false;
+	return tl_cg_find(slots, id) == 1;
 }
 
 static size_t used(void)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < TL_HTTP_CG_SLOTS; i++)
+	for (size_t i = 0; i < TL_CG_SLOTS; i++)
 		n += slots[i] != 0;
 	return n;
 }
 
 /* n ids whose home is home, from the id start on. */
-static void same_home(uint32_t home, uint64_t start, uint64_t *ids, size_t n)
+static void same_home(uint32_t home, __u64 start, __u64 *ids, size_t n)
 {
-	for (uint64_t id = start; n > 0; id++)
-		if (tl_http_cg_home(id) == home) {
+	for (__u64 id = start; n > 0; id++)
+		if (tl_cg_home(id) == home) {
 			*ids++ = id;
 			n--;
 		}
@@ -58,26 +47,26 @@ static void setup(void)
 
 START_TEST(add_find_remove)
 {
-	uint64_t ids[] = { 1, 2, 4242, 0x100000001ULL, 0x7fffffffffffffffULL };
+	__u64 ids[] = { 1, 2, 4242, 0x100000001ULL, 0x7fffffffffffffffULL };
 
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		ck_assert(!found(ids[i]));
-		ck_assert_int_eq(tl_http_cg_table_add(slots, ids[i]), 1);
-		ck_assert_int_eq(tl_http_cg_table_add(slots, ids[i]), 0);
+		ck_assert_int_eq(tl_cg_table_add(slots, ids[i]), 1);
+		ck_assert_int_eq(tl_cg_table_add(slots, ids[i]), 0);
 	}
 	ck_assert_uint_eq(used(), 5);
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
 		ck_assert(found(ids[i]));
 	ck_assert(!found(3));
-	ck_assert(tl_http_cg_table_remove(slots, 4242));
-	ck_assert(!tl_http_cg_table_remove(slots, 4242));
+	ck_assert(tl_cg_table_remove(slots, 4242));
+	ck_assert(!tl_cg_table_remove(slots, 4242));
 	ck_assert(!found(4242));
 	ck_assert(found(1) && found(2));
 	/* 0 is "empty" to the search, GONE a removed slot: neither an id */
-	ck_assert_int_eq(tl_http_cg_table_add(slots, 0), -EINVAL);
-	ck_assert_int_eq(tl_http_cg_table_add(slots, TL_HTTP_CG_GONE), -EINVAL);
+	ck_assert_int_eq(tl_cg_table_add(slots, 0), -EINVAL);
+	ck_assert_int_eq(tl_cg_table_add(slots, TL_CG_GONE), -EINVAL);
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
-		tl_http_cg_table_remove(slots, ids[i]);
+		tl_cg_table_remove(slots, ids[i]);
 	ck_assert_uint_eq(used(), 0);
 }
 END_TEST
@@ -86,36 +75,36 @@ END_TEST
  * one's slot takes it; the others stay found, past the removed slot. */
 static void collide(uint32_t home)
 {
-	uint64_t ids[10];
+	__u64 ids[10];
 
 	setup();
 	same_home(home, 1000, ids, 10);
-	for (int i = 0; i < TL_HTTP_CG_PROBES; i++)
-		ck_assert_int_eq(tl_http_cg_table_add(slots, ids[i]), 1);
-	ck_assert_int_eq(tl_http_cg_table_add(slots, ids[8]), -ENOSPC);
+	for (int i = 0; i < TL_CG_PROBES; i++)
+		ck_assert_int_eq(tl_cg_table_add(slots, ids[i]), 1);
+	ck_assert_int_eq(tl_cg_table_add(slots, ids[8]), -ENOSPC);
 	ck_assert(!found(ids[8]));
-	ck_assert(tl_http_cg_table_remove(slots, ids[2]));
-	ck_assert_uint_eq(slots[(home + 2) & (TL_HTTP_CG_SLOTS - 1)], TL_HTTP_CG_GONE);
-	for (int i = 3; i < TL_HTTP_CG_PROBES; i++)
+	ck_assert(tl_cg_table_remove(slots, ids[2]));
+	ck_assert_uint_eq(slots[(home + 2) & (TL_CG_SLOTS - 1)], TL_CG_GONE);
+	for (int i = 3; i < TL_CG_PROBES; i++)
 		ck_assert(found(ids[i]));
-	ck_assert_int_eq(tl_http_cg_table_add(slots, ids[8]), 1);
+	ck_assert_int_eq(tl_cg_table_add(slots, ids[8]), 1);
 	ck_assert(found(ids[8]));
-	ck_assert_int_eq(tl_http_cg_table_add(slots, ids[9]), -ENOSPC);
+	ck_assert_int_eq(tl_cg_table_add(slots, ids[9]), -ENOSPC);
 	/* the last of the window first: its slot and every removed one
 	 * before it go back to empty */
-	ck_assert(tl_http_cg_table_remove(slots, ids[4]));
-	ck_assert(tl_http_cg_table_remove(slots, ids[7]));
-	ck_assert_uint_eq(slots[(home + 7) & (TL_HTTP_CG_SLOTS - 1)], 0);
-	ck_assert_uint_eq(slots[(home + 4) & (TL_HTTP_CG_SLOTS - 1)], TL_HTTP_CG_GONE);
-	ck_assert(tl_http_cg_table_remove(slots, ids[6]));
-	ck_assert(tl_http_cg_table_remove(slots, ids[5]));
-	ck_assert_uint_eq(slots[(home + 4) & (TL_HTTP_CG_SLOTS - 1)], 0);
+	ck_assert(tl_cg_table_remove(slots, ids[4]));
+	ck_assert(tl_cg_table_remove(slots, ids[7]));
+	ck_assert_uint_eq(slots[(home + 7) & (TL_CG_SLOTS - 1)], 0);
+	ck_assert_uint_eq(slots[(home + 4) & (TL_CG_SLOTS - 1)], TL_CG_GONE);
+	ck_assert(tl_cg_table_remove(slots, ids[6]));
+	ck_assert(tl_cg_table_remove(slots, ids[5]));
+	ck_assert_uint_eq(slots[(home + 4) & (TL_CG_SLOTS - 1)], 0);
 	ck_assert(found(ids[0]) && found(ids[1]) && found(ids[3]) && found(ids[8]));
 	ck_assert_uint_eq(used(), 4);
-	tl_http_cg_table_remove(slots, ids[0]);
-	tl_http_cg_table_remove(slots, ids[1]);
-	tl_http_cg_table_remove(slots, ids[3]);
-	tl_http_cg_table_remove(slots, ids[8]);
+	tl_cg_table_remove(slots, ids[0]);
+	tl_cg_table_remove(slots, ids[1]);
+	tl_cg_table_remove(slots, ids[3]);
+	tl_cg_table_remove(slots, ids[8]);
 	ck_assert_uint_eq(used(), 0);
 }
 
@@ -127,7 +116,7 @@ END_TEST
 
 START_TEST(window_wraps)
 {
-	collide(TL_HTTP_CG_SLOTS - 3);
+	collide(TL_CG_SLOTS - 3);
 }
 END_TEST
 
@@ -137,7 +126,7 @@ END_TEST
 START_TEST(against_a_set)
 {
 	enum { N = 600 };
-	uint64_t ids[N];
+	__u64 ids[N];
 	bool in[N] = { false }, spilled[N] = { false };
 	unsigned seed = 7;
 
@@ -149,13 +138,13 @@ START_TEST(against_a_set)
 		size_t i = (size_t)rand_r(&seed) % N;
 
 		if (!in[i]) {
-			int r = tl_http_cg_table_add(slots, ids[i]);
+			int r = tl_cg_table_add(slots, ids[i]);
 
 			ck_assert(r == 1 || r == -ENOSPC);
 			in[i] = true;
 			spilled[i] = r == -ENOSPC;
 		} else {
-			ck_assert(tl_http_cg_table_remove(slots, ids[i]) == !spilled[i]);
+			ck_assert(tl_cg_table_remove(slots, ids[i]) == !spilled[i]);
 			in[i] = spilled[i] = false;
 		}
 		if (step % 97 == 0 || step > 19900)
@@ -164,7 +153,7 @@ START_TEST(against_a_set)
 	}
 	for (size_t j = 0; j < N; j++)
 		if (in[j] && !spilled[j])
-			tl_http_cg_table_remove(slots, ids[j]);
+			tl_cg_table_remove(slots, ids[j]);
 	ck_assert_uint_eq(used(), 0);
 }
 END_TEST
