@@ -295,9 +295,12 @@ int tl_http_bpf_track_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 		return -errno;
 	/* The map first: a spilled id is looked up there. */
 	r = tl_cg_table_add(b->skel->bss->http_cg.slots, cgroup_id);
-	if (r == -ENOSPC && b->cg_spilled++ == 0)
-		__atomic_store_n(&b->skel->bss->http_cg.spilled, 1, __ATOMIC_RELEASE);
-	else if (r < 0 && r != -ENOSPC) {
+	if (r == -ENOSPC) {
+		/* its 8 slots are others': the programs look in the map while
+		 * some id is only there */
+		if (b->cg_spilled++ == 0)
+			__atomic_store_n(&b->skel->bss->http_cg.spilled, 1, __ATOMIC_RELEASE);
+	} else if (r < 0) {
 		bpf_map_delete_elem(fd, &cgroup_id);
 		return r;
 	}
@@ -317,11 +320,6 @@ int tl_http_bpf_untrack_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 	if (bpf_map_delete_elem(fd, &cgroup_id) < 0)
 		return -errno;
 	return 0;
-}
-
-uint32_t tl_http_bpf_cg_spilled(const struct tl_http_bpf *b)
-{
-	return b->cg_spilled;
 }
 
 uint32_t tl_http_bpf_sock_states(const struct tl_http_bpf *b)

@@ -47,11 +47,6 @@ int tl_http_bpf_drain(struct tl_http_bpf *b);
 
 int tl_http_bpf_track_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id);
 int tl_http_bpf_untrack_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id);
-/* Tracked cgroups spilled to the hash map (no slot in the table near their
- * home, termline-cgtab.h): the programs look there for every id the table
- * does not have while this is not 0. */
-uint32_t tl_http_bpf_cg_spilled(const struct tl_http_bpf *b);
-
 
 /* Records lost to a full ring, all kinds. */
 uint64_t tl_http_bpf_dropped(struct tl_http_bpf *b);

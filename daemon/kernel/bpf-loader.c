@@ -611,8 +611,15 @@ int tl_bpf_track_cgroup(struct tl_bpf *b, uint64_t cgroup_id)
 		return -errno;
 	/* The map first: a spilled id is looked up there. */
 	r = tl_cg_table_add(b->cgtab->slots, cgroup_id);
-	if (r == -ENOSPC && b->cg_spilled++ == 0)
-		__atomic_store_n(&b->cgtab->spilled, 1, __ATOMIC_RELEASE);
+	if (r == -ENOSPC) {
+		/* its 8 slots are others': the programs look in the map while
+		 * some id is only there */
+		if (b->cg_spilled++ == 0)
+			__atomic_store_n(&b->cgtab->spilled, 1, __ATOMIC_RELEASE);
+	} else if (r < 0) {
+		bpf_map_delete_elem(fd, &cgroup_id);
+		return r;
+	}
 	return 0;
 }
 
