@@ -166,6 +166,17 @@ def run_wrk(port, seconds, conns, close_each):
     return rps, reqs, p99
 
 
+def stop_proc(proc, timeout):
+    """SIGTERM, then SIGKILL after timeout seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class Pod:
     """kubepods/besteffort/pod<uid>/<container id> below root (cgroupfs
     driver layout, docs/architecture.md, "Attribution by cgroup")."""
@@ -199,12 +210,7 @@ class Nginx:
             raise
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_proc(self.proc, 10)
 
 
 class Agent:
@@ -246,13 +252,7 @@ class Agent:
         return sum(v for _, v in E.metric_series(E.parse_prometheus(body.decode()), name))
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_proc(self.proc, 60)
 
 
 STATS = "/proc/sys/kernel/bpf_stats_enabled"
