@@ -83,19 +83,17 @@ static bool have_sock;
 /* What the server part measures as "capture on": V_SOCK or V_RAW. */
 static int on_variant;
 
-/* As termlined does (daemon/capture/http-bpf.c): the map and the table. */
+/* As termlined does (daemon/capture/http-bpf.c). */
 static int track(uint64_t cgid, bool on)
 {
 	int fd = bpf_map__fd(skel->maps.http_cgroups);
-	uint8_t one = 1;
 
-	if (on) {
-		if (bpf_map_update_elem(fd, &cgid, &one, BPF_ANY) < 0)
-			return -errno;
-		return tl_cg_table_add(skel->bss->http_cg.slots, cgid) < 0 ? -ENOSPC : 0;
-	}
-	tl_cg_table_remove(skel->bss->http_cg.slots, cgid);
-	return bpf_map_delete_elem(fd, &cgid) < 0 && errno != ENOENT ? -errno : 0;
+	int r;
+
+	if (on)
+		return tl_cg_track(fd, &skel->bss->http_cg, cgid);
+	r = tl_cg_untrack(fd, &skel->bss->http_cg, cgid);
+	return r == -ENOENT ? 0 : r; /* (not tracked yet) */
 }
 
 enum variant { V_NONE, V_EMPTY, V_RAW, V_CLASSIC, V_SOCK, V_MAX };

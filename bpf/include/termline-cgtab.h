@@ -9,8 +9,8 @@
  * aligned 8-byte store per change: a program sees an id or not, never half
  * of one, and no id of the table is ever out of a search's reach. Each
  * object keeps every id in a hash map as well; an id that found no slot in
- * its window is only there, and the table's spilled word sends the programs
- * to the map for the ids the table does not have. The table replaced that
+ * its window is only there, and while the table's spilled count is not 0
+ * the programs look in the map for the ids the table does not have. The table replaced that
  * map's lookup, ~100 ns a call under nginx (bench/README.md). */
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
@@ -23,7 +23,7 @@
 
 struct tl_cg_table {
 	__u64 slots[TL_CG_SLOTS];
-	__u32 spilled; /* some tracked id is in the hash map only */
+	__u32 spilled; /* tracked ids in the hash map only (user space counts) */
 	__u32 pad;
 };
 
@@ -55,6 +55,7 @@ static inline __attribute__((always_inline)) int tl_cg_find(const __u64 *slots, 
 #ifndef __bpf__
 #include <errno.h>
 #include <stdbool.h>
+#include <bpf/bpf.h>
 
 #define TL_CG_SLOT(i) ((i) & (TL_CG_SLOTS - 1))
 
@@ -110,5 +111,37 @@ static inline bool tl_cg_table_remove(__u64 *slots, __u64 cgroup_id)
 		at = TL_CG_SLOT(at + TL_CG_SLOTS - 1);
 	}
 	return true;
+}
+
+/* The tracked set as the loaders keep it: map_fd (cgroup id -> 1) holds
+ * every id, t those it could place. 0: tracked (already, or now). */
+static inline int tl_cg_track(int map_fd, struct tl_cg_table *t, __u64 cgroup_id)
+{
+	__u8 one = 1, v;
+
+	if (cgroup_id == 0 || cgroup_id == TL_CG_GONE)
+		return -EINVAL;
+	if (bpf_map_lookup_elem(map_fd, &cgroup_id, &v) == 0)
+		return 0;
+	if (bpf_map_update_elem(map_fd, &cgroup_id, &one, BPF_NOEXIST) < 0)
+		return -errno;
+	/* The map first: a spilled id is looked up there. */
+	if (tl_cg_table_add(t->slots, cgroup_id) == -ENOSPC)
+		__atomic_store_n(&t->spilled, t->spilled + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* 0, or -ENOENT when the id was not tracked. */
+static inline int tl_cg_untrack(int map_fd, struct tl_cg_table *t, __u64 cgroup_id)
+{
+	__u8 v;
+
+	if (bpf_map_lookup_elem(map_fd, &cgroup_id, &v) < 0)
+		return -errno;
+	/* The table first: while the map still has the id, a program that
+	 * misses it in the table may find it there, never the reverse. */
+	if (!tl_cg_table_remove(t->slots, cgroup_id) && t->spilled > 0)
+		__atomic_store_n(&t->spilled, t->spilled - 1, __ATOMIC_RELEASE);
+	return bpf_map_delete_elem(map_fd, &cgroup_id) < 0 ? -errno : 0;
 }
 #endif

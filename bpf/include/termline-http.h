@@ -46,7 +46,6 @@ struct tl_http_rec {
 	__s32 err;            /* ERROR: the syscall's -errno */
 };
 
-
 /* Per-connection state the program keeps: the sys_exit variants' for every
  * connection they follow (http_conns), the sock variant's only while it
  * holds a mark, cont or lost (http_sk_conns, docs/http-capture.md). */

@@ -44,8 +44,6 @@ struct tl_http_bpf {
 	struct tl_loop *loop;
 	struct tl_timer *timer;
 	int rb_fd;
-	/* Tracked ids that found no slot in the kernel's table. */
-	uint32_t cg_spilled;
 	tl_http_rec_cb cb;
 	void *ud;
 	uint64_t bad_records;
@@ -286,40 +284,12 @@ int tl_http_bpf_attach_loop(struct tl_http_bpf *b, struct tl_loop *loop)
 
 int tl_http_bpf_track_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 {
-	int fd = bpf_map__fd(b->skel->maps.http_cgroups), r;
-	uint8_t one = 1, v;
-
-	if (bpf_map_lookup_elem(fd, &cgroup_id, &v) == 0)
-		return 0;
-	if (bpf_map_update_elem(fd, &cgroup_id, &one, BPF_NOEXIST) < 0)
-		return -errno;
-	/* The map first: a spilled id is looked up there. */
-	r = tl_cg_table_add(b->skel->bss->http_cg.slots, cgroup_id);
-	if (r == -ENOSPC) {
-		/* its 8 slots are others': the programs look in the map while
-		 * some id is only there */
-		if (b->cg_spilled++ == 0)
-			__atomic_store_n(&b->skel->bss->http_cg.spilled, 1, __ATOMIC_RELEASE);
-	} else if (r < 0) {
-		bpf_map_delete_elem(fd, &cgroup_id);
-		return r;
-	}
-	return 0;
+	return tl_cg_track(bpf_map__fd(b->skel->maps.http_cgroups), &b->skel->bss->http_cg, cgroup_id);
 }
 
 int tl_http_bpf_untrack_cgroup(struct tl_http_bpf *b, uint64_t cgroup_id)
 {
-	int fd = bpf_map__fd(b->skel->maps.http_cgroups);
-	uint8_t v;
-
-	if (bpf_map_lookup_elem(fd, &cgroup_id, &v) < 0)
-		return -errno;
-	if (!tl_cg_table_remove(b->skel->bss->http_cg.slots, cgroup_id) && b->cg_spilled > 0 &&
-	    --b->cg_spilled == 0)
-		__atomic_store_n(&b->skel->bss->http_cg.spilled, 0, __ATOMIC_RELEASE);
-	if (bpf_map_delete_elem(fd, &cgroup_id) < 0)
-		return -errno;
-	return 0;
+	return tl_cg_untrack(bpf_map__fd(b->skel->maps.http_cgroups), &b->skel->bss->http_cg, cgroup_id);
 }
 
 uint32_t tl_http_bpf_sock_states(const struct tl_http_bpf *b)

@@ -82,9 +82,8 @@ struct tl_bpf {
 	unsigned empty_drains;
 	bool drain_idle;
 	/* The tracked cgroups' table the programs search (termline-cgtab.h),
-	 * mmapped; ids that found no slot in it. */
+	 * mmapped. */
 	struct tl_cg_table *cgtab;
-	uint32_t cg_spilled;
 	char probe_buf[N_HOOKS][48];
 	const char *probes[N_HOOKS + 1];
 };
@@ -600,39 +599,13 @@ int tl_bpf_attach_loop(struct tl_bpf *b, struct tl_loop *loop, const struct tl_e
 
 int tl_bpf_track_cgroup(struct tl_bpf *b, uint64_t cgroup_id)
 {
-	int fd = bpf_map__fd(b->proc->maps.tracked_cgroups), r;
-	uint8_t one = 1, v;
-
-	if (!cgroup_id || cgroup_id == TL_CG_GONE)
-		return -EINVAL;
-	if (bpf_map_lookup_elem(fd, &cgroup_id, &v) == 0)
-		return 0;
-	if (bpf_map_update_elem(fd, &cgroup_id, &one, BPF_NOEXIST) < 0)
-		return -errno;
-	/* The map first: a spilled id is looked up there. */
-	r = tl_cg_table_add(b->cgtab->slots, cgroup_id);
-	if (r == -ENOSPC) {
-		/* its 8 slots are others': the programs look in the map while
-		 * some id is only there */
-		if (b->cg_spilled++ == 0)
-			__atomic_store_n(&b->cgtab->spilled, 1, __ATOMIC_RELEASE);
-	} else if (r < 0) {
-		bpf_map_delete_elem(fd, &cgroup_id);
-		return r;
-	}
-	return 0;
+	return tl_cg_track(bpf_map__fd(b->proc->maps.tracked_cgroups), b->cgtab, cgroup_id);
 }
 
 int tl_bpf_untrack_cgroup(struct tl_bpf *b, uint64_t cgroup_id)
 {
-	int fd = bpf_map__fd(b->proc->maps.tracked_cgroups), r = 0;
-	uint8_t v;
+	int r = tl_cg_untrack(bpf_map__fd(b->proc->maps.tracked_cgroups), b->cgtab, cgroup_id);
 
-	if (bpf_map_lookup_elem(fd, &cgroup_id, &v) == 0 &&
-	    !tl_cg_table_remove(b->cgtab->slots, cgroup_id) && b->cg_spilled > 0 && --b->cg_spilled == 0)
-		__atomic_store_n(&b->cgtab->spilled, 0, __ATOMIC_RELEASE);
-	if (bpf_map_delete_elem(fd, &cgroup_id) < 0)
-		r = -errno;
 	/* Its per-cgroup close count goes with it (the total keeps it). */
 	bpf_map_delete_elem(bpf_map__fd(b->net->maps.tcp_closed), &cgroup_id);
 	return r;

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The tracked cgroups' table (bpf/include/termline-cgtab.h) as user space
- * writes it and the programs search it: every id added is found by the programs' search (its window
- * from its home, ending at an empty slot), no id removed is, colliding ids
- * fill a window and the next one spills, removed slots are reused and
- * emptied again, across the table's end, and against a reference set
- * under random adds and removes. */
+ * writes it, through the search the programs make: every id added is found
+ * (its window from its home, ending at an empty slot), no id removed is,
+ * colliding ids fill a window and the next one spills, removed slots are
+ * reused and emptied again, across the table's end, and against a
+ * reference set under random adds and removes. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
