@@ -58,7 +58,8 @@ struct {
 struct tl_cg_table http_cg;
 /* The sock variant's sockets with a state in their storage: one holds a
  * mark (a head that goes on in the next read or write on a side, a record
- * lost to a full ring) and goes when the marks are spent. While no socket
+ * lost to a full ring) and goes when the marks are spent, or says the end
+ * of a socket of an untracked cgroup and goes with the socket. While no socket
  * has one, the records of whole heads look at no per-socket state at all:
  * the storage is a chain of cold lines, ~125 ns a lookup under nginx
  * (bench/README.md). Never less than the storages that exist: counted up

@@ -48,7 +48,8 @@ struct tl_http_rec {
 
 /* Per-connection state the program keeps: the sys_exit variants' for every
  * connection they follow (http_conns), the sock variant's only while it
- * holds a mark, cont or lost (http_sk_conns, docs/http-capture.md). */
+ * holds a mark, cont or lost, or for a socket of an untracked cgroup
+ * (foreign) (http_sk_conns, docs/http-capture.md). */
 #define TL_HTTP_CONN_HTTP 1     /* an HTTP/1.x message was seen */
 #define TL_HTTP_CONN_NOT_HTTP 2 /* TLS or HTTP/2: never copy again */
 
