@@ -45,8 +45,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Bytes copied from a buffer that starts a message; set before load. */
 const volatile __u32 prefix_len = TL_HTTP_PREFIX_DEFAULT;
-/* The ring's size, set with it before load: one helper call less per record. */
-const volatile __u64 ring_bytes = 4 * 1024 * 1024;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -58,9 +56,8 @@ struct {
 struct tl_cg_table http_cg;
 /* The sock variant's sockets with a state in their storage: one holds a
  * mark (a head that goes on in the next read or write on a side, a record
- * lost to a full ring) and goes when the marks are spent, or says the end
- * of a socket of an untracked cgroup and goes with the socket. While no socket
- * has one, the records of whole heads look at no per-socket state at all:
+ * lost to a full ring) and goes when the marks are spent or with the
+ * socket. While no socket has one, the records of whole heads look at no per-socket state at all:
  * the storage is a chain of cold lines, ~125 ns a lookup under nginx
  * (bench/README.md). Never less than the storages that exist: counted up
  * by the program that creates one, down by the one that deletes it or
@@ -203,14 +200,11 @@ static __always_inline void count_drop(__u32 kind)
 		*n += 1;
 }
 
-/* No wake-up per record (several microseconds each); user space drains on a
- * short timer, and a quarter-full ring wakes it at once. */
-static __always_inline __u64 wake_flags(void)
-{
-	__u64 avail = bpf_ringbuf_query(&http_events, BPF_RB_AVAIL_DATA);
-
-	return avail > ring_bytes / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
+/* No wake-up from here, ever: one per record costs several microseconds,
+ * and even asking the ring how full it is (to wake user space at a
+ * quarter) cost ~110 ns a record here (bench/README.md). User space drains
+ * on a timer whose period follows the rate it finds (daemon/capture/
+ * http-bpf.c), and drains first whenever it needs the records up to now. */
 
 /* conn: the connection's state, to mark a loss on and to say one happened.
  * Returns false when the record did not fit in the ring. */
@@ -238,7 +232,7 @@ static __always_inline bool emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 e
 	r->tgid = id >> 32;
 	r->total = 0;
 	r->err = err;
-	bpf_ringbuf_submit(r, wake_flags());
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return true;
 }
 
@@ -268,7 +262,7 @@ static __always_inline int emit_data(const struct tl_http_rec *h, const __u8 *bu
 	r->len = (__u32)cp;
 	if (cp >= 4)
 		*tail = W(d[cp - 4], d[cp - 3], d[cp - 2], d[cp - 1]);
-	bpf_ringbuf_submit(r, wake_flags());
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
@@ -367,18 +361,6 @@ static __always_inline __u64 sk_cgroup_id(struct sock *sk)
 	return cg ? cg->kn->id : 0;
 }
 
-/* sock variant: a socket a tracked process (cgid) used whose own cgroup is
- * not tracked: a process moved into the Pod after it made its listener, a
- * socket handed over from another cgroup. The end is said by the socket's
- * cgroup, so such a socket keeps a state that says it. (Most often the
- * socket's cgroup is the process's own: lines this call read already.) */
-static __always_inline bool sk_foreign(struct sock *sk, __u64 cgid)
-{
-	__u64 id = sk_cgroup_id(sk);
-
-	return id != cgid && !cgroup_tracked(id);
-}
-
 /* sock variant: a state for sk, created (and counted) or the one there. */
 static __always_inline struct tl_http_conn *sk_conn_make(struct sock *sk)
 {
@@ -398,7 +380,7 @@ static __always_inline struct tl_http_conn *sk_conn_make(struct sock *sk)
  * is not to be used after. */
 static __always_inline void sk_conn_settle(struct sock *sk, struct tl_http_conn *conn)
 {
-	if (!conn->lost && !conn->cont[0] && !conn->cont[1] && !conn->foreign &&
+	if (!conn->lost && !conn->cont[0] && !conn->cont[1] &&
 	    bpf_sk_storage_delete(&http_sk_conns, sk) == 0)
 		__sync_fetch_and_add(&http_marked, -1);
 }
@@ -441,14 +423,10 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 		if (emit_small(TL_HTTP_REC_ERROR, cgid, bpf_get_socket_cookie(sk), (__s32)ret, conn)) {
 			if (conn)
 				sk_conn_settle(sk, conn);
-			else if (sk_foreign(sk, cgid) && (conn = sk_conn_make(sk)))
-				conn->foreign = 1;
 		} else if (!conn) {
 			conn = sk_conn_make(sk);
-			if (conn) {
+			if (conn)
 				conn->lost = 1;
-				conn->foreign = sk_foreign(sk, cgid);
-			}
 		}
 		return 0;
 	}
@@ -529,14 +507,8 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 		if (!lost && cp == n && cp >= 4)
 			cont = tail != W('\r', '\n', '\r', '\n');
 		/* sock: a state only for a mark to keep. */
-		if (!by_fd && !conn) {
-			__u8 foreign = sk_foreign(sk, cgid);
-
-			if (lost || cont || foreign)
-				conn = sk_conn_make(sk);
-			if (conn)
-				conn->foreign = foreign;
-		}
+		if (!by_fd && !conn && (lost || cont))
+			conn = sk_conn_make(sk);
 		/* Fixed offsets: an index computed from a flag turns into
 		 * pointer arithmetic the verifier refuses. */
 		if (!conn) {
@@ -629,7 +601,10 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
  * tracepoints (sock_sendmsg_nosec, sock_recvmsg_nosec; kernels >= 6.3) give
  * the socket and the result, so nothing runs at the node's other syscalls
  * and there is no fd walk; the call and its buffer come from the task's
- * saved user registers. Calls whose buffer is not where user_buf() looks
+ * saved user registers. What is followed is a socket of a tracked cgroup
+ * (the cgroup it was made in; an accepted one has its listener's), the
+ * same cgroup its records and its end are said with; which process
+ * calls does not matter. Calls whose buffer is not where user_buf() looks
  * (sendfile, recvmmsg, io_uring, the kernel's own sockets) say nothing but
  * the end of a connection. */
 static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, bool is_read)
@@ -645,9 +620,12 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, bool 
 		return 0;
 	if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
 		return 0;
-	/* The table answers for every process on the node, tracked or not,
-	 * from a line that is the same at each of its calls. */
-	cgid = bpf_get_current_cgroup_id();
+	/* The socket's cgroup, not the caller's: two loads from the socket
+	 * the kernel has just used, where the caller's takes three from the
+	 * task (~35 ns less a call, bench/README.md). The table answers for
+	 * every socket on the node, most often from a line that is the same
+	 * at each of its calls. */
+	cgid = sk_cgroup_id(sk);
 	if (!cgroup_tracked(cgid))
 		return 0;
 	/* The socket's storage only while some socket has a mark. */
@@ -693,7 +671,7 @@ int BPF_PROG(http_tcp_destroy, struct sock *sk)
 			__sync_fetch_and_add(&http_marked, -1);
 	}
 	cgid = sk_cgroup_id(sk);
-	if (!(conn && conn->foreign) && !cgroup_tracked(cgid))
+	if (!cgroup_tracked(cgid))
 		return 0;
 	emit_small(TL_HTTP_REC_CLOSE, cgid, bpf_get_socket_cookie(sk),
 		   sk->sk_err == ECONNRESET ? -ECONNRESET : 0, conn);

@@ -48,8 +48,7 @@ struct tl_http_rec {
 
 /* Per-connection state the program keeps: the sys_exit variants' for every
  * connection they follow (http_conns), the sock variant's only while it
- * holds a mark, cont or lost, or for a socket of an untracked cgroup
- * (foreign) (http_sk_conns, docs/http-capture.md). */
+ * holds a mark, cont or lost (http_sk_conns, docs/http-capture.md). */
 #define TL_HTTP_CONN_HTTP 1     /* an HTTP/1.x message was seen */
 #define TL_HTTP_CONN_NOT_HTTP 2 /* TLS or HTTP/2: never copy again */
 
@@ -57,8 +56,5 @@ struct tl_http_conn {
 	__u8 state;
 	__u8 cont[2];         /* [read, write]: a head on that side continues */
 	__u8 lost;            /* a record of this connection did not fit in the ring */
-	/* sock variant: the socket's own cgroup is not tracked (its process
-	 * made it elsewhere, then moved): its end is said because of this */
-	__u8 foreign;
-	__u8 pad[3];
+	__u8 pad[4];
 };

@@ -15,15 +15,22 @@
 _Static_assert(sizeof(struct tl_http_rec) == 48, "wire record size");
 _Static_assert(sizeof(struct tl_http_conn) == 8, "conn state size");
 
-/* The ring is drained on this timer while the programs are attached, and
- * at once when a quarter of it is used (the programs wake the loop then).
- * Each wake-up of the agent costs a context switch both ways, dear on a
- * virtual machine, so the timer is slow; whoever needs the records up to
- * now (the proxy log's join, a timeline's close, a preStop gate's
- * verdict, a cgroup's removal) drains first (docs/http-capture.md). Not
- * slower: at ~35k requests/s (two ~310-byte records each) 25 ms fill a
- * half of the quarter that wakes the loop from the programs' side. */
+/* The programs never wake the agent (asking the ring how full it is costs
+ * each record more than the rest of its write, bench/README.md): the ring
+ * is drained on a timer while they are attached. Each wake-up of the agent
+ * costs a context switch both ways, dear on a virtual machine, so the timer
+ * is slow, DRAIN_MS, while the records of one period fill less than
+ * DRAIN_SHARE of the ring; faster records shorten the next period so that
+ * one fills about that share (down to DRAIN_MIN_MS: 1/DRAIN_SHARE of the
+ * ring in a millisecond is more than the agent could parse). A burst
+ * from quiet has one slow period to fill the rest: at ~35k requests/s (two
+ * ~310-byte records each) 25 ms fill 0.5 MiB of the default 4 MiB.
+ * Whoever needs the records up to now (the proxy log's join, a timeline's
+ * close, a preStop gate's verdict, a cgroup's removal) drains first
+ * (docs/http-capture.md). */
 #define DRAIN_MS 25
+#define DRAIN_MIN_MS 1
+#define DRAIN_SHARE 8
 #define MAX_PROGS 3
 
 /* The hooks, from the cheapest for the node to the most widely loadable
@@ -41,9 +48,10 @@ struct tl_http_bpf {
 	struct bpf_link *links[MAX_PROGS];
 	bool attached;
 	struct ring_buffer *rb;
-	struct tl_loop *loop;
 	struct tl_timer *timer;
-	int rb_fd;
+	uint64_t ring_bytes;
+	uint64_t period_ms;    /* the drain timer's, DRAIN_MIN_MS..DRAIN_MS */
+	uint64_t period_bytes; /* ring bytes drained since the timer last fired */
 	tl_http_rec_cb cb;
 	void *ud;
 	uint64_t bad_records;
@@ -54,6 +62,8 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct tl_http_bpf *b = ctx;
 	const struct tl_http_rec *r = data;
 
+	/* (each record takes its 8-byte ring header and is rounded up to 8) */
+	b->period_bytes += 8 + ((size + 7) & ~(size_t)7);
 	/* The kernel wrote it, but a record whose size and length disagree
 	 * is not passed on. */
 	if (size < sizeof(*r) || r->len > size - sizeof(*r) || r->len > TL_HTTP_PREFIX_MAX ||
@@ -110,8 +120,8 @@ static int open_load(struct tl_http_bpf *b, const struct tl_http_bpf_config *cfg
 	b->skel->rodata->prefix_len = cfg->prefix_bytes && cfg->prefix_bytes <= TL_HTTP_PREFIX_MAX
 					      ? cfg->prefix_bytes
 					      : TL_HTTP_PREFIX_DEFAULT;
-	b->skel->rodata->ring_bytes = pow2_at_least(cfg->ringbuf_bytes ? cfg->ringbuf_bytes : 4u << 20);
-	r = bpf_map__set_max_entries(b->skel->maps.http_events, (uint32_t)b->skel->rodata->ring_bytes);
+	b->ring_bytes = pow2_at_least(cfg->ringbuf_bytes ? cfg->ringbuf_bytes : 4u << 20);
+	r = bpf_map__set_max_entries(b->skel->maps.http_events, (uint32_t)b->ring_bytes);
 	if (r < 0) {
 		snprintf(err, errlen, "HTTP capture: ring buffer size: %s", strerror(-r));
 		return r;
@@ -151,7 +161,6 @@ int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, voi
 
 	if (!b)
 		return -ENOMEM;
-	b->rb_fd = -1;
 	b->cb = cb;
 	b->ud = userdata;
 	if (cfg->variant && strcmp(cfg->variant, "auto") != 0) {
@@ -201,8 +210,6 @@ void tl_http_bpf_free(struct tl_http_bpf *b)
 	for (size_t i = 0; i < MAX_PROGS; i++)
 		bpf_link__destroy(b->links[i]);
 	tl_timer_free(b->timer);
-	if (b->loop && b->rb_fd >= 0)
-		tl_loop_del_io(b->loop, b->rb_fd);
 	ring_buffer__free(b->rb);
 	termline_http__destroy(b->skel);
 	free(b);
@@ -225,7 +232,9 @@ int tl_http_bpf_attach(struct tl_http_bpf *b)
 		}
 	}
 	b->attached = true;
-	/* The ring is polled only while the programs are attached. */
+	/* The ring is drained only while the programs are attached. */
+	b->period_ms = DRAIN_MS;
+	b->period_bytes = 0;
 	if (b->timer)
 		tl_timer_arm(b->timer, DRAIN_MS, DRAIN_MS);
 	return 0;
@@ -255,29 +264,35 @@ int tl_http_bpf_drain(struct tl_http_bpf *b)
 	return ring_buffer__consume(b->rb);
 }
 
-static int on_ring(struct tl_loop *loop _unused_, int fd _unused_, uint32_t ev _unused_, void *ud)
+uint64_t tl_http_drain_period_ms(uint64_t period_ms, uint64_t drained, uint64_t ring_bytes)
 {
-	tl_http_bpf_drain(ud);
-	return 0;
+	uint64_t want = ring_bytes / DRAIN_SHARE, next;
+
+	/* (the period that drains about an eighth at the last one's rate,
+	 * not only once it was exceeded: a rate just under it would swing
+	 * between that period and the slow one) */
+	if (drained == 0 || period_ms * want / drained >= DRAIN_MS)
+		return DRAIN_MS;
+	next = period_ms * want / drained;
+	return next < DRAIN_MIN_MS ? DRAIN_MIN_MS : next;
 }
 
-static void on_drain_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *ud)
+static void on_drain_timer(struct tl_loop *loop _unused_, struct tl_timer *t, void *ud)
 {
 	struct tl_http_bpf *b = ud;
+	uint64_t next;
 
-	if (b->attached)
-		tl_http_bpf_drain(b);
+	if (!b->attached)
+		return;
+	tl_http_bpf_drain(b);
+	next = tl_http_drain_period_ms(b->period_ms, b->period_bytes, b->ring_bytes);
+	b->period_bytes = 0;
+	if (next != b->period_ms && tl_timer_arm(t, next, next) == 0)
+		b->period_ms = next;
 }
 
 int tl_http_bpf_attach_loop(struct tl_http_bpf *b, struct tl_loop *loop)
 {
-	int r;
-
-	b->rb_fd = ring_buffer__epoll_fd(b->rb);
-	r = tl_loop_add_io(loop, b->rb_fd, EPOLLIN, on_ring, b);
-	if (r < 0)
-		return r;
-	b->loop = loop;
 	return tl_loop_add_timer(loop, b->attached ? DRAIN_MS : 0, b->attached ? DRAIN_MS : 0, on_drain_timer, b,
 				 &b->timer);
 }
