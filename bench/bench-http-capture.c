@@ -218,25 +218,49 @@ static void prog_stats(uint64_t *run_ns, uint64_t *runs)
 
 /* ---- the tracked path: a process in a tracked cgroup on loopback TCP ---- */
 
-static int ring_count_cb(void *ctx, void *data _unused_, size_t size _unused_)
+/* The programs never wake a reader: as the agent, the ring is drained on
+ * a period that follows the rate (tl_http_drain_period_ms(), the default
+ * 4 MiB ring), *bytes counting what each record took of it. */
+static void drain_paced(struct ring_buffer *rb, volatile bool *stop, uint64_t *bytes)
 {
-	(*(uint64_t *)ctx)++;
-	return 0;
+	uint64_t period = 25;
+
+	while (!*stop) {
+		uint64_t b0 = *bytes;
+
+		usleep(period * 1000);
+		ring_buffer__consume(rb);
+		period = tl_http_drain_period_ms(period, *bytes - b0, 4u << 20);
+	}
+	ring_buffer__consume(rb);
+}
+
+static uint64_t ring_taken(size_t size)
+{
+	return 8 + ((size + 7) & ~(size_t)7);
 }
 
 struct drainer {
 	struct ring_buffer *rb;
 	volatile bool stop;
 	uint64_t records;
+	uint64_t bytes;
 };
+
+static int ring_count_cb(void *ctx, void *data _unused_, size_t size)
+{
+	struct drainer *d = ctx;
+
+	d->records++;
+	d->bytes += ring_taken(size);
+	return 0;
+}
 
 static void *drain_thread(void *arg)
 {
 	struct drainer *d = arg;
 
-	while (!d->stop)
-		ring_buffer__poll(d->rb, 10);
-	ring_buffer__consume(d->rb);
+	drain_paced(d->rb, &d->stop, &d->bytes);
 	return NULL;
 }
 
@@ -333,7 +357,7 @@ static int bench_tracked(int rounds, uint64_t iters)
 	cgid = st.st_ino;
 	if (track(cgid, true) < 0)
 		return -errno;
-	d.rb = ring_buffer__new(bpf_map__fd(skel->maps.http_events), ring_count_cb, &d.records, NULL);
+	d.rb = ring_buffer__new(bpf_map__fd(skel->maps.http_events), ring_count_cb, &d, NULL);
 	if (!d.rb || pthread_create(&th, NULL, drain_thread, &d) != 0)
 		return -ENOMEM;
 	tracked_run(procs, iters / 4); /* warm up */
@@ -530,6 +554,7 @@ struct consumer {
 	bool json;     /* also write each event's JSON line (--emit-events) */
 	uint64_t exchanges;
 	uint64_t cpu_ns;
+	uint64_t bytes;
 	struct tl_buf out;
 };
 
@@ -555,6 +580,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct consumer *c = ctx;
 	const struct tl_http_rec *r = data;
 
+	c->bytes += ring_taken(size);
 	if (size < sizeof(*r) || r->len > size - sizeof(*r))
 		return 0;
 	tl_http_tracker_record(c->tracker, r, (const uint8_t *)data + sizeof(*r));
@@ -566,10 +592,7 @@ static void *consume(void *arg)
 	struct consumer *c = arg;
 	struct timespec ts;
 
-	/* As the agent: woken when a quarter of the ring is full, else every 10 ms. */
-	while (!c->stop)
-		ring_buffer__poll(c->rb, 10);
-	ring_buffer__consume(c->rb);
+	drain_paced(c->rb, &c->stop, &c->bytes);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	c->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 	return NULL;
