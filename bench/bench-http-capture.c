@@ -786,12 +786,15 @@ static int bench_server(int rounds, int seconds, int conns, bool json)
 			printf("   exchanges captured: %llu of %llu requests sent with capture on; ring drops %llu\n",
 			       (unsigned long long)(c.exchanges - ex0), (unsigned long long)reqs_on,
 			       (unsigned long long)(drops() - drops0));
-			/* Every syscall exit on the node runs the program while it is
-			 * attached, nginx's and everybody else's. */
+			/* While attached, the raw program runs at every syscall exit
+			 * on the node, the sock programs at every socket send and
+			 * receive: nginx's, wrk's and everybody else's. */
 			if (pruns1 > pruns0 && reqs_on)
-				printf("   sys_exit program: %.0f ns per run (all syscalls on the node), "
-				       "%.2f us per request sent (runs of every process included)\n",
+				printf("   %s: %.0f ns per run (%s on the node), "
+				       "%.2f us per request sent (runs of every process included; stats on)\n",
+				       on_variant == V_RAW ? "sys_exit program" : "sock programs",
 				       (double)(pns1 - pns0) / (double)(pruns1 - pruns0),
+				       on_variant == V_RAW ? "every syscall" : "every socket send, receive and TCP socket's end",
 				       (double)(pns1 - pns0) / 1000.0 / (double)reqs_on);
 		}
 	}

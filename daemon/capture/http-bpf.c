@@ -24,13 +24,17 @@ _Static_assert(sizeof(struct tl_http_conn) == 8, "conn state size");
  * one fills about that share (down to DRAIN_MIN_MS: 1/DRAIN_SHARE of the
  * ring in a millisecond is more than the agent could parse). A burst
  * from quiet has one slow period to fill the rest: at ~35k requests/s (two
- * ~310-byte records each) 25 ms fill 0.5 MiB of the default 4 MiB.
+ * ~310-byte records each) 25 ms fill 0.5 MiB of the default 4 MiB. A
+ * quarter, not less: drained sooner after they were written, the records
+ * cost the server that writes them more (~0.2 µs a request under nginx
+ * with an eighth, bench/README.md); drained later, the agent's longer
+ * bursts delay what shares its CPU (p99 of wrk +1.3 ms with a half).
  * Whoever needs the records up to now (the proxy log's join, a timeline's
  * close, a preStop gate's verdict, a cgroup's removal) drains first
  * (docs/http-capture.md). */
 #define DRAIN_MS 25
 #define DRAIN_MIN_MS 1
-#define DRAIN_SHARE 8
+#define DRAIN_SHARE 4
 #define MAX_PROGS 3
 
 /* The hooks, from the cheapest for the node to the most widely loadable
@@ -268,7 +272,7 @@ uint64_t tl_http_drain_period_ms(uint64_t period_ms, uint64_t drained, uint64_t 
 {
 	uint64_t want = ring_bytes / DRAIN_SHARE, next;
 
-	/* (the period that drains about an eighth at the last one's rate,
+	/* (the period that drains about that share at the last one's rate,
 	 * not only once it was exceeded: a rate just under it would swing
 	 * between that period and the slow one) */
 	if (drained == 0 || period_ms * want / drained >= DRAIN_MS)

@@ -44,7 +44,7 @@ bool tl_http_bpf_attached(const struct tl_http_bpf *b);
 int tl_http_bpf_attach_loop(struct tl_http_bpf *b, struct tl_loop *loop);
 /* The drain timer's next period, after one of period_ms in which drained
  * bytes of a ring of ring_bytes were drained: the period in which that rate
- * fills an eighth of the ring, from 1 ms to 25 ms. */
+ * fills a quarter of the ring, from 1 ms to 25 ms. */
 uint64_t tl_http_drain_period_ms(uint64_t period_ms, uint64_t drained, uint64_t ring_bytes);
 /* Consumes what is in the ring now: records or -errno. */
 int tl_http_bpf_drain(struct tl_http_bpf *b);

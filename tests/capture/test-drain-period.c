@@ -2,7 +2,7 @@
 /* The HTTP ring's drain period (daemon/capture/http-bpf.c): the programs
  * never wake the agent, so the timer's period is what keeps the ring from
  * filling. Slow records keep it at 25 ms; faster ones shorten it so that a
- * period fills about an eighth of the ring, down to 1 ms; it settles
+ * period fills about a quarter of the ring, down to 1 ms; it settles
  * instead of swinging, and goes back to 25 ms when the records slow. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@ START_TEST(slow_records_keep_the_slow_period)
 {
 	ck_assert_uint_eq(tl_http_drain_period_ms(25, 0, RING), 25);
 	ck_assert_uint_eq(tl_http_drain_period_ms(25, 100 * 1024, RING), 25);
-	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING / 8, RING), 25);
+	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING / 4, RING), 25);
 	/* (from a short period too: the rate, not the bytes, decides) */
 	ck_assert_uint_eq(tl_http_drain_period_ms(2, 40 * 1024, RING), 25);
 }
@@ -26,10 +26,12 @@ END_TEST
 
 START_TEST(fast_records_shorten_it)
 {
-	/* twice an eighth in 25 ms: half the period */
-	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING / 4, RING), 12);
+	/* twice a quarter in 25 ms: half the period */
+	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING / 2, RING), 12);
+	/* a little more than a quarter: a little shorter */
+	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING / 4 + RING / 16, RING), 20);
 	/* the whole ring in 25 ms */
-	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING, RING), 3);
+	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING, RING), 6);
 	/* more than the ring holds per millisecond: the floor */
 	ck_assert_uint_eq(tl_http_drain_period_ms(1, RING, RING), 1);
 	ck_assert_uint_eq(tl_http_drain_period_ms(25, UINT32_MAX, 4096), 1);
@@ -37,7 +39,7 @@ START_TEST(fast_records_shorten_it)
 END_TEST
 
 /* A steady rate, period after period: the period settles where one period
- * drains at most an eighth of the ring (but not far under it), and the
+ * drains at most a quarter of the ring (but not far under it), and the
  * ring never holds more than that at a timer. */
 START_TEST(a_steady_rate_settles)
 {
@@ -55,9 +57,9 @@ START_TEST(a_steady_rate_settles)
 					      (unsigned long)p, (unsigned long)next);
 			p = next;
 		}
-		ck_assert_msg(p * per_ms[i] <= RING / 8 || p == 1, "rate %lu: period %lu fills %lu",
+		ck_assert_msg(p * per_ms[i] <= RING / 4 || p == 1, "rate %lu: period %lu fills %lu",
 			      (unsigned long)per_ms[i], (unsigned long)p, (unsigned long)(p * per_ms[i]));
-		ck_assert_msg(p == 25 || (p + 1) * per_ms[i] > RING / 8, "rate %lu: period %lu is shorter than needed",
+		ck_assert_msg(p == 25 || (p + 1) * per_ms[i] > RING / 4, "rate %lu: period %lu is shorter than needed",
 			      (unsigned long)per_ms[i], (unsigned long)p);
 	}
 }
