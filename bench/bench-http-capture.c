@@ -158,6 +158,14 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static uint64_t thread_cpu_ns(void)
 {
 	struct timespec ts;
@@ -218,19 +226,21 @@ static void prog_stats(uint64_t *run_ns, uint64_t *runs)
 
 /* ---- the tracked path: a process in a tracked cgroup on loopback TCP ---- */
 
-/* The programs never wake a reader: as the agent, the ring is drained on
- * a period that follows the rate (tl_http_drain_period_ms(), the default
- * 4 MiB ring), *bytes counting what each record took of it. */
+/* As the agent drains the ring: on a period that follows the rate
+ * (tl_http_drain_period_ms(), the default 4 MiB ring), and when the
+ * programs wake it (each time the records reach another half of the ring,
+ * wake_bytes). *bytes counts what each record took of it. */
 static void drain_paced(struct ring_buffer *rb, volatile bool *stop, uint64_t *bytes)
 {
 	uint64_t period = 25;
 
 	while (!*stop) {
-		uint64_t b0 = *bytes;
+		uint64_t b0 = *bytes, t0 = mono_ms(), t;
 
-		usleep(period * 1000);
+		while (!*stop && (t = mono_ms() - t0) < period)
+			ring_buffer__poll(rb, (int)(period - t));
 		ring_buffer__consume(rb);
-		period = tl_http_drain_period_ms(period, *bytes - b0, 4u << 20);
+		period = tl_http_drain_period_ms(period, *bytes - b0, 4u << 20, 25);
 	}
 	ring_buffer__consume(rb);
 }
@@ -1005,6 +1015,8 @@ int main(int argc, char **argv)
 		bpf_program__set_autoload(skel->progs.http_sock_send, sock);
 		bpf_program__set_autoload(skel->progs.http_tcp_destroy, sock);
 		have_sock = sock;
+		/* (termlined's: a wake-up at each half of its 4 MiB ring) */
+		skel->rodata->wake_bytes = 2u << 20;
 		r = termline_http__load(skel);
 		if (r == 0)
 			break;

@@ -45,6 +45,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Bytes copied from a buffer that starts a message; set before load. */
 const volatile __u32 prefix_len = TL_HTTP_PREFIX_DEFAULT;
+/* A record that takes the ring's producer position across a multiple of
+ * this (a power of two; 0: never) wakes user space; set before load. */
+const volatile __u64 wake_bytes = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -200,11 +203,27 @@ static __always_inline void count_drop(__u32 kind)
 		*n += 1;
 }
 
-/* No wake-up from here, ever: one per record costs several microseconds,
- * and even asking the ring how full it is (to wake user space at a
- * quarter) cost ~110 ns a record here (bench/README.md). User space drains
- * on a timer whose period follows the rate it finds (daemon/capture/
- * http-bpf.c), and drains first whenever it needs the records up to now. */
+/* A wake-up per record costs several microseconds, and asking the ring
+ * how full it is (its consumer's position, a line user space writes) cost
+ * ~30-60 ns a record here (bench/README.md). User space drains on a timer
+ * whose period follows the rate it finds (daemon/capture/http-bpf.c), and
+ * first whenever it needs the records up to now. A burst faster than the
+ * timer's last period expected is caught here: the record that takes the
+ * producer's position (a line this CPU has just written, in its reserve)
+ * across a multiple of wake_bytes wakes user space. With two CPUs
+ * reserving at once both may see the crossing (two wake-ups) or, rarely,
+ * neither (the timer drains then). taken: what the record takes of the
+ * ring, its 8-byte header and its size rounded up to 8. */
+static __always_inline __u64 submit_flags(__u64 taken)
+{
+	__u64 pos;
+
+	if (!wake_bytes)
+		return BPF_RB_NO_WAKEUP;
+	pos = bpf_ringbuf_query(&http_events, BPF_RB_PROD_POS);
+	return (pos ^ (pos - taken)) >= wake_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+#define RING_TAKEN(size) (8 + (((size) + 7) & ~7ULL))
 
 /* conn: the connection's state, to mark a loss on and to say one happened.
  * Returns false when the record did not fit in the ring. */
@@ -232,7 +251,7 @@ static __always_inline bool emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 e
 	r->tgid = id >> 32;
 	r->total = 0;
 	r->err = err;
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(r, submit_flags(RING_TAKEN(sizeof(*r))));
 	return true;
 }
 
@@ -262,7 +281,7 @@ static __always_inline int emit_data(const struct tl_http_rec *h, const __u8 *bu
 	r->len = (__u32)cp;
 	if (cp >= 4)
 		*tail = W(d[cp - 4], d[cp - 3], d[cp - 2], d[cp - 1]);
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(r, submit_flags(RING_TAKEN(sizeof(*r) + cap)));
 	return 0;
 }
 

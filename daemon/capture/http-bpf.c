@@ -15,22 +15,22 @@
 _Static_assert(sizeof(struct tl_http_rec) == 48, "wire record size");
 _Static_assert(sizeof(struct tl_http_conn) == 8, "conn state size");
 
-/* The programs never wake the agent (asking the ring how full it is costs
- * each record more than the rest of its write, bench/README.md): the ring
- * is drained on a timer while they are attached. Each wake-up of the agent
- * costs a context switch both ways, dear on a virtual machine, so the timer
- * is slow, DRAIN_MS, while the records of one period fill less than
+/* The ring is drained on a timer while the programs are attached, and
+ * when they wake the agent: a record that takes the ring's producer
+ * position across a multiple of half the ring does (bpf/http.bpf.c; asking
+ * the ring how full it is, per record, costs more). Each wake-up of the
+ * agent costs a context switch both ways, dear on a virtual machine, so the
+ * timer is slow, DRAIN_MS, while the records of one period fill less than
  * DRAIN_SHARE of the ring; faster records shorten the next period so that
  * one fills about that share (down to DRAIN_MIN_MS: 1/DRAIN_SHARE of the
- * ring in a millisecond is more than the agent could parse). A burst
- * from quiet has one slow period to fill the rest: at ~35k requests/s (two
- * ~310-byte records each) 25 ms fill 0.5 MiB of the default 4 MiB. A
- * quarter, not less: drained sooner after they were written, the records
- * cost the server that writes them more (~0.2 µs a request under nginx
- * with an eighth, bench/README.md); drained later, the agent's longer
- * bursts delay what shares its CPU (p99 of wrk +1.3 ms with a half).
- * Whoever needs the records up to now (the proxy log's join, a timeline's
- * close, a preStop gate's verdict, a cgroup's removal) drains first
+ * ring in a millisecond is more than the agent could parse), and the
+ * wake-ups are for bursts the last period did not foresee. A quarter, not
+ * less: drained sooner after they were written, the records cost the
+ * server that writes them more (~0.2 µs a request under nginx with an
+ * eighth, bench/README.md); drained later, the agent's longer bursts
+ * delay what shares its CPU (p99 of wrk +1.3 ms with a half). Whoever
+ * needs the records up to now (the proxy log's join, a timeline's close,
+ * a preStop gate's verdict, a cgroup's removal) drains first
  * (docs/http-capture.md). */
 #define DRAIN_MS 25
 #define DRAIN_MIN_MS 1
@@ -52,9 +52,12 @@ struct tl_http_bpf {
 	struct bpf_link *links[MAX_PROGS];
 	bool attached;
 	struct ring_buffer *rb;
+	struct tl_loop *loop;
+	int rb_fd;             /* epoll fd of the ring, in the loop; -1 before */
 	struct tl_timer *timer;
 	uint64_t ring_bytes;
-	uint64_t period_ms;    /* the drain timer's, DRAIN_MIN_MS..DRAIN_MS */
+	uint64_t slow_ms;      /* DRAIN_MS, or the configuration's */
+	uint64_t period_ms;    /* the drain timer's, DRAIN_MIN_MS..slow_ms */
 	uint64_t period_bytes; /* ring bytes drained since the timer last fired */
 	tl_http_rec_cb cb;
 	void *ud;
@@ -125,6 +128,7 @@ static int open_load(struct tl_http_bpf *b, const struct tl_http_bpf_config *cfg
 					      ? cfg->prefix_bytes
 					      : TL_HTTP_PREFIX_DEFAULT;
 	b->ring_bytes = pow2_at_least(cfg->ringbuf_bytes ? cfg->ringbuf_bytes : 4u << 20);
+	b->skel->rodata->wake_bytes = b->ring_bytes / 2;
 	r = bpf_map__set_max_entries(b->skel->maps.http_events, (uint32_t)b->ring_bytes);
 	if (r < 0) {
 		snprintf(err, errlen, "HTTP capture: ring buffer size: %s", strerror(-r));
@@ -165,6 +169,8 @@ int tl_http_bpf_new(const struct tl_http_bpf_config *cfg, tl_http_rec_cb cb, voi
 
 	if (!b)
 		return -ENOMEM;
+	b->rb_fd = -1;
+	b->slow_ms = cfg->drain_ms ? cfg->drain_ms : DRAIN_MS;
 	b->cb = cb;
 	b->ud = userdata;
 	if (cfg->variant && strcmp(cfg->variant, "auto") != 0) {
@@ -214,6 +220,8 @@ void tl_http_bpf_free(struct tl_http_bpf *b)
 	for (size_t i = 0; i < MAX_PROGS; i++)
 		bpf_link__destroy(b->links[i]);
 	tl_timer_free(b->timer);
+	if (b->loop && b->rb_fd >= 0)
+		tl_loop_del_io(b->loop, b->rb_fd);
 	ring_buffer__free(b->rb);
 	termline_http__destroy(b->skel);
 	free(b);
@@ -237,10 +245,10 @@ int tl_http_bpf_attach(struct tl_http_bpf *b)
 	}
 	b->attached = true;
 	/* The ring is drained only while the programs are attached. */
-	b->period_ms = DRAIN_MS;
+	b->period_ms = b->slow_ms;
 	b->period_bytes = 0;
 	if (b->timer)
-		tl_timer_arm(b->timer, DRAIN_MS, DRAIN_MS);
+		tl_timer_arm(b->timer, b->slow_ms, b->slow_ms);
 	return 0;
 }
 
@@ -268,15 +276,15 @@ int tl_http_bpf_drain(struct tl_http_bpf *b)
 	return ring_buffer__consume(b->rb);
 }
 
-uint64_t tl_http_drain_period_ms(uint64_t period_ms, uint64_t drained, uint64_t ring_bytes)
+uint64_t tl_http_drain_period_ms(uint64_t period_ms, uint64_t drained, uint64_t ring_bytes, uint64_t slow_ms)
 {
 	uint64_t want = ring_bytes / DRAIN_SHARE, next;
 
 	/* (the period that drains about that share at the last one's rate,
 	 * not only once it was exceeded: a rate just under it would swing
 	 * between that period and the slow one) */
-	if (drained == 0 || period_ms * want / drained >= DRAIN_MS)
-		return DRAIN_MS;
+	if (drained == 0 || period_ms * want / drained >= slow_ms)
+		return slow_ms;
 	next = period_ms * want / drained;
 	return next < DRAIN_MIN_MS ? DRAIN_MIN_MS : next;
 }
@@ -289,15 +297,30 @@ static void on_drain_timer(struct tl_loop *loop _unused_, struct tl_timer *t, vo
 	if (!b->attached)
 		return;
 	tl_http_bpf_drain(b);
-	next = tl_http_drain_period_ms(b->period_ms, b->period_bytes, b->ring_bytes);
+	next = tl_http_drain_period_ms(b->period_ms, b->period_bytes, b->ring_bytes, b->slow_ms);
 	b->period_bytes = 0;
 	if (next != b->period_ms && tl_timer_arm(t, next, next) == 0)
 		b->period_ms = next;
 }
 
+/* Woken by the programs: a burst has filled half the ring since the last
+ * multiple of that. */
+static int on_ring(struct tl_loop *loop _unused_, int fd _unused_, uint32_t ev _unused_, void *ud)
+{
+	tl_http_bpf_drain(ud);
+	return 0;
+}
+
 int tl_http_bpf_attach_loop(struct tl_http_bpf *b, struct tl_loop *loop)
 {
-	return tl_loop_add_timer(loop, b->attached ? DRAIN_MS : 0, b->attached ? DRAIN_MS : 0, on_drain_timer, b,
+	int r;
+
+	b->rb_fd = ring_buffer__epoll_fd(b->rb);
+	r = tl_loop_add_io(loop, b->rb_fd, EPOLLIN, on_ring, b);
+	if (r < 0)
+		return r;
+	b->loop = loop;
+	return tl_loop_add_timer(loop, b->attached ? b->slow_ms : 0, b->attached ? b->slow_ms : 0, on_drain_timer, b,
 				 &b->timer);
 }
 

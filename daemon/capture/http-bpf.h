@@ -20,6 +20,9 @@ struct tl_http_bpf_config {
 	 * "rdonly_cast", "probe_read"), else that one only (tests and benches;
 	 * docs/http-capture.md, "Hooks"). */
 	const char *variant;
+	/* The drain timer's slow period in ms; 0 = 25 (tests lengthen it to
+	 * see the programs' wake-ups drain the ring alone). */
+	uint32_t drain_ms;
 };
 
 /* One ring record: data holds rec->len bytes (DATA records). */
@@ -39,13 +42,15 @@ int tl_http_bpf_attach(struct tl_http_bpf *b);
 void tl_http_bpf_detach(struct tl_http_bpf *b);
 bool tl_http_bpf_attached(const struct tl_http_bpf *b);
 
-/* The ring's drain timer in the loop (the programs never wake the agent):
- * 25 ms while the records come slowly, shorter as they come faster. */
+/* The ring's drain timer in the loop (25 ms while the records come
+ * slowly, shorter as they come faster) and its fd, readable when the
+ * programs wake the agent (each time the records written reach another
+ * half of the ring). */
 int tl_http_bpf_attach_loop(struct tl_http_bpf *b, struct tl_loop *loop);
 /* The drain timer's next period, after one of period_ms in which drained
  * bytes of a ring of ring_bytes were drained: the period in which that rate
- * fills a quarter of the ring, from 1 ms to 25 ms. */
-uint64_t tl_http_drain_period_ms(uint64_t period_ms, uint64_t drained, uint64_t ring_bytes);
+ * fills a quarter of the ring, from 1 ms to slow_ms. */
+uint64_t tl_http_drain_period_ms(uint64_t period_ms, uint64_t drained, uint64_t ring_bytes, uint64_t slow_ms);
 /* Consumes what is in the ring now: records or -errno. */
 int tl_http_bpf_drain(struct tl_http_bpf *b);
 

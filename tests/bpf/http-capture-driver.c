@@ -7,7 +7,10 @@
  * SIGUSR2 tracks them again (the kernel's cgroup table loses the ids and
  * has them back). Driven by
  * tests/bpf/test-http-capture.py. Needs root.
- *   http-capture-driver [--prefix N] [--ring BYTES] [--variant V] CGROUP_ID...
+ *   http-capture-driver [--prefix N] [--ring BYTES] [--variant V] [--drain-ms MS]
+ *                       CGROUP_ID...
+ * --drain-ms: the drain timer's slow period (a long one leaves the
+ * programs' wake-ups to drain the ring alone).
  * V: auto (default), sock, rdonly_cast or probe_read (http-bpf.h). Prints
  * "ready VARIANT" once attached. */
 #include <errno.h>
@@ -91,6 +94,8 @@ int main(int argc, char **argv)
 			bc.ringbuf_bytes = (uint32_t)atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--variant") == 0)
 			bc.variant = argv[i + 1];
+		else if (strcmp(argv[i], "--drain-ms") == 0)
+			bc.drain_ms = (uint32_t)atoi(argv[i + 1]);
 		else
 			return 2;
 		i += 2;

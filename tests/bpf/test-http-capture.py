@@ -502,6 +502,30 @@ def main():
             d = None
             assert "dropped 0" in stderr, stderr
 
+        # The programs wake the agent each time the records reach another
+        # half of the ring: with a 64 KiB ring and a drain timer of ten
+        # minutes, 400 requests (~350 KiB of records, in batches of 10, 20
+        # ms apart) are drained by the wake-ups alone while they come, and
+        # none is lost. Without them nothing would be drained before the
+        # stop and the ring would overflow after ~70 requests.
+        woken = Driver([os.stat(tracked).st_ino], ["--ring", "65536", "--drain-ms", "600000"])
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", ng_port, timeout=5)
+            for i in range(400):
+                assert get(c, "/index.html", f"wake-{i}") == 200
+                if i % 10 == 9:
+                    time.sleep(0.02)
+            c.close()
+            time.sleep(0.3)
+            seen_running = len([x for x in woken.lines if x["id"].startswith("wake-")])
+        finally:
+            stderr = woken.stop()
+        assert "dropped 0" in stderr, f"64 KiB ring drained by its wake-ups: {stderr}"
+        # (what the last half-ring held waits for the stop's drain)
+        assert seen_running >= 300, f"{seen_running} of 400 exchanges drained before the stop"
+        for i in range(400):
+            expect(woken, f"wake-{i}", 200)
+
         # A ring too small for the load: what is lost is counted, never
         # silent, and what arrives is still paired right: requests for 200
         # and for 418 alternate on every connection, so a response paired
@@ -529,7 +553,8 @@ def main():
                                                           or not x["id"].startswith(x["path"] + "-"))]
         assert not bad, f"{len(bad)} of {len(small.lines)} exchanges misread after losses: {bad[:3]}"
         assert len({x["status"] for x in small.lines} & {200, 418}) == 2, "the load did not alternate"
-        print(f"ok: {len(ids)} exchanges checked; 4 KiB ring: {sent} requests, {dropped} records "
+        print(f"ok: {len(ids)} exchanges checked; 64 KiB ring drained by wake-ups: {seen_running} of 400 "
+              f"while they came; 4 KiB ring: {sent} requests, {dropped} records "
               f"dropped and counted, {len(small.lines)} exchanges")
         return 0
     finally:

@@ -16,25 +16,28 @@
 
 START_TEST(slow_records_keep_the_slow_period)
 {
-	ck_assert_uint_eq(tl_http_drain_period_ms(25, 0, RING), 25);
-	ck_assert_uint_eq(tl_http_drain_period_ms(25, 100 * 1024, RING), 25);
-	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING / 4, RING), 25);
+	ck_assert_uint_eq(tl_http_drain_period_ms(25, 0, RING, 25), 25);
+	ck_assert_uint_eq(tl_http_drain_period_ms(25, 100 * 1024, RING, 25), 25);
+	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING / 4, RING, 25), 25);
 	/* (from a short period too: the rate, not the bytes, decides) */
-	ck_assert_uint_eq(tl_http_drain_period_ms(2, 40 * 1024, RING), 25);
+	ck_assert_uint_eq(tl_http_drain_period_ms(2, 40 * 1024, RING, 25), 25);
+	/* a slow period of the configuration's */
+	ck_assert_uint_eq(tl_http_drain_period_ms(25, 0, RING, 60000), 60000);
+	ck_assert_uint_eq(tl_http_drain_period_ms(1000, RING / 2, RING, 60000), 500);
 }
 END_TEST
 
 START_TEST(fast_records_shorten_it)
 {
 	/* twice a quarter in 25 ms: half the period */
-	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING / 2, RING), 12);
+	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING / 2, RING, 25), 12);
 	/* a little more than a quarter: a little shorter */
-	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING / 4 + RING / 16, RING), 20);
+	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING / 4 + RING / 16, RING, 25), 20);
 	/* the whole ring in 25 ms */
-	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING, RING), 6);
+	ck_assert_uint_eq(tl_http_drain_period_ms(25, RING, RING, 25), 6);
 	/* more than the ring holds per millisecond: the floor */
-	ck_assert_uint_eq(tl_http_drain_period_ms(1, RING, RING), 1);
-	ck_assert_uint_eq(tl_http_drain_period_ms(25, UINT32_MAX, 4096), 1);
+	ck_assert_uint_eq(tl_http_drain_period_ms(1, RING, RING, 25), 1);
+	ck_assert_uint_eq(tl_http_drain_period_ms(25, UINT32_MAX, 4096, 25), 1);
 }
 END_TEST
 
@@ -49,7 +52,7 @@ START_TEST(a_steady_rate_settles)
 		uint64_t p = 25;
 
 		for (int k = 0; k < 20; k++) {
-			uint64_t next = tl_http_drain_period_ms(p, p * per_ms[i], RING);
+			uint64_t next = tl_http_drain_period_ms(p, p * per_ms[i], RING, 25);
 
 			/* settled after two periods */
 			if (k >= 2)
