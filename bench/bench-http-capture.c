@@ -245,11 +245,6 @@ static void drain_paced(struct ring_buffer *rb, volatile bool *stop, uint64_t *b
 	ring_buffer__consume(rb);
 }
 
-static uint64_t ring_taken(size_t size)
-{
-	return 8 + ((size + 7) & ~(size_t)7);
-}
-
 struct drainer {
 	struct ring_buffer *rb;
 	volatile bool stop;
@@ -262,7 +257,7 @@ static int ring_count_cb(void *ctx, void *data _unused_, size_t size)
 	struct drainer *d = ctx;
 
 	d->records++;
-	d->bytes += ring_taken(size);
+	d->bytes += TL_HTTP_RING_TAKEN(size);
 	return 0;
 }
 
@@ -590,7 +585,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct consumer *c = ctx;
 	const struct tl_http_rec *r = data;
 
-	c->bytes += ring_taken(size);
+	c->bytes += TL_HTTP_RING_TAKEN(size);
 	if (size < sizeof(*r) || r->len > size - sizeof(*r))
 		return 0;
 	tl_http_tracker_record(c->tracker, r, (const uint8_t *)data + sizeof(*r));

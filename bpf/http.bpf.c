@@ -213,7 +213,7 @@ static __always_inline void count_drop(__u32 kind)
  * across a multiple of wake_bytes wakes user space. With two CPUs
  * reserving at once both may see the crossing (two wake-ups) or, rarely,
  * neither (the timer drains then). taken: what the record takes of the
- * ring, its 8-byte header and its size rounded up to 8. */
+ * ring (TL_HTTP_RING_TAKEN). */
 static __always_inline __u64 submit_flags(__u64 taken)
 {
 	__u64 pos;
@@ -223,7 +223,6 @@ static __always_inline __u64 submit_flags(__u64 taken)
 	pos = bpf_ringbuf_query(&http_events, BPF_RB_PROD_POS);
 	return (pos ^ (pos - taken)) >= wake_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
-#define RING_TAKEN(size) (8 + (((size) + 7) & ~7ULL))
 
 /* conn: the connection's state, to mark a loss on and to say one happened.
  * Returns false when the record did not fit in the ring. */
@@ -251,7 +250,7 @@ static __always_inline bool emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 e
 	r->tgid = id >> 32;
 	r->total = 0;
 	r->err = err;
-	bpf_ringbuf_submit(r, submit_flags(RING_TAKEN(sizeof(*r))));
+	bpf_ringbuf_submit(r, submit_flags(TL_HTTP_RING_TAKEN(sizeof(*r))));
 	return true;
 }
 
@@ -281,7 +280,7 @@ static __always_inline int emit_data(const struct tl_http_rec *h, const __u8 *bu
 	r->len = (__u32)cp;
 	if (cp >= 4)
 		*tail = W(d[cp - 4], d[cp - 3], d[cp - 2], d[cp - 1]);
-	bpf_ringbuf_submit(r, submit_flags(RING_TAKEN(sizeof(*r) + cap)));
+	bpf_ringbuf_submit(r, submit_flags(TL_HTTP_RING_TAKEN(sizeof(*r) + cap)));
 	return 0;
 }
 

@@ -14,6 +14,10 @@
 /* Largest prefix the program can copy; --http-prefix-bytes picks up to this. */
 #define TL_HTTP_PREFIX_MAX 4096
 #define TL_HTTP_PREFIX_DEFAULT 2048
+/* What a record of size bytes takes of the ring: the ring's 8-byte header
+ * and the record rounded up to 8 (the drain period and the wake-ups count
+ * in these). */
+#define TL_HTTP_RING_TAKEN(size) (8 + (((size) + 7) & ~7ULL))
 
 enum tl_http_rec_kind {
 	TL_HTTP_REC_DATA = 1,   /* data[len] is the prefix of total bytes */

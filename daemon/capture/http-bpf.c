@@ -69,8 +69,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct tl_http_bpf *b = ctx;
 	const struct tl_http_rec *r = data;
 
-	/* (each record takes its 8-byte ring header and is rounded up to 8) */
-	b->period_bytes += 8 + ((size + 7) & ~(size_t)7);
+	b->period_bytes += TL_HTTP_RING_TAKEN(size);
 	/* The kernel wrote it, but a record whose size and length disagree
 	 * is not passed on. */
 	if (size < sizeof(*r) || r->len > size - sizeof(*r) || r->len > TL_HTTP_PREFIX_MAX ||
