@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP ring's drain period (daemon/capture/http-bpf.c): the programs
  * wake the agent only at each half of the ring, so the timer's period is
- * what keeps the ring from filling at a steady rate. Slow records keep it at 25 ms; faster ones shorten it so that a
- * period fills about a quarter of the ring, down to 1 ms; it settles
+ * what keeps the ring from filling at a steady rate. Slow records keep it
+ * at 25 ms; faster ones shorten it so that a period fills about a quarter
+ * of the ring, down to 1 ms; it settles
  * instead of swinging, and goes back to 25 ms when the records slow. */
 #include <stdint.h>
 #include <stdlib.h>
