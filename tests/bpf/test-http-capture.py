@@ -15,8 +15,9 @@ cgroup in the sys_exit variants, not at all in the sock variant, which
 follows the sockets' own cgroup), the listener closed
 mid-load, an outbound client, a server in an untracked cgroup that must
 produce nothing, a tracked cgroup untracked (nothing) and tracked again
-(seen), and a ring too small for the load (losses counted, nothing
-misread)."""
+(seen), a tracked id that spilled out of the programs' table into
+its hash map (seen), and a ring too small for the load (losses counted,
+nothing misread)."""
 import http.client
 import http.server
 import json
@@ -137,6 +138,11 @@ def wait_port(port, timeout=10):
         except OSError:
             time.sleep(0.05)
     raise AssertionError(f"nothing listens on {port}")
+
+
+def cg_home(cgroup_id):
+    """tl_cg_home() of bpf/include/termline-cgtab.h: an id's first slot."""
+    return ((cgroup_id * 0x9E3779B97F4A7C15) & (2**64 - 1)) >> (64 - 12)
 
 
 def spawn_in(cgroup, argv, **kw):
@@ -501,6 +507,26 @@ def main():
             stderr = d.stop()
             d = None
             assert "dropped 0" in stderr, stderr
+
+        # A tracked id whose window of the programs' table is full of others
+        # is only in the hash map (termline-cgtab.h): eight ids with the
+        # same home slot are tracked first, so the Pod's cgroup spills and
+        # is still captured (the programs look in the map while the table
+        # says an id spilled).
+        real = os.stat(tracked).st_ino
+        home = cg_home(real)
+        fillers = [i for i in range(1 << 40, (1 << 40) + (1 << 20)) if cg_home(i) == home][:8]
+        assert len(fillers) == 8, fillers
+        spilled = Driver(fillers + [real])
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", ng_port, timeout=5)
+            assert [get(c, "/index.html", "spill-1"), get(c, "/missing", "spill-2")] == [200, 404]
+            c.close()
+            expect(spilled, "spill-1", 200)
+            expect(spilled, "spill-2", 404)
+        finally:
+            stderr = spilled.stop()
+        assert "dropped 0" in stderr, stderr
 
         # The programs wake the agent each time the records reach another
         # half of the ring: with a 64 KiB ring and a drain timer of ten
