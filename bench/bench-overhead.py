@@ -65,6 +65,12 @@ http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d};
 
 
 PIN = False
+# A command the agent is started under, from the environment (e.g.
+# BENCH_AGENT_PREFIX="taskset -c 1"): where the agent runs against the
+# server, without changing the agent.
+AGENT_PREFIX = os.environ.get("BENCH_AGENT_PREFIX", "").split()
+# More agent flags, from the environment (e.g. BENCH_AGENT_ARGS="--http-prefix-bytes 64").
+AGENT_ARGS = os.environ.get("BENCH_AGENT_ARGS", "").split()
 
 
 def die(msg):
@@ -220,8 +226,8 @@ class Agent:
         state = os.path.join(work, f"state-{n}")
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [os.path.join(build, "daemon", "termlined"), "--no-api", "--state-dir", state,
-                 "--listen", f"127.0.0.1:{self.port}", "--cgroup-root", root],
+                AGENT_PREFIX + [os.path.join(build, "daemon", "termlined"), "--no-api", "--state-dir", state,
+                 "--listen", f"127.0.0.1:{self.port}", "--cgroup-root", root] + AGENT_ARGS,
                 stdout=log, stderr=log)
 
         def ready():

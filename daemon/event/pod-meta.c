@@ -194,6 +194,11 @@ struct json_object *tl_pod_meta_to_json(const struct tl_pod_meta *m)
 	json_object_object_add(o, "pod", pod);
 	pod = NULL;
 	json_object_object_add(o, "containers", arr);
+	/* What the table could not hold: a replay must not take the
+	 * containers it has for all the Pod's (attribution's sandbox search
+	 * waits for them all). Only when there were some. */
+	if (m && m->containers_dropped)
+		json_object_object_add(o, "containersDropped", json_object_new_int64(m->containers_dropped));
 	for (uint32_t i = 0; m && i < m->n_containers; i++) {
 		struct json_object *c = tl_pod_meta_container_json(&m->containers[i],
 								   m->containers[i].cgroup_id, true);
@@ -262,6 +267,10 @@ int tl_pod_meta_from_json(struct json_object *o, const char *uid, struct tl_pod_
 		k->cgroup_id = tl_json_int(c, "cgroupId", &cg) && cg > 0 ? (uint64_t)cg : 0;
 		m->n_containers++;
 	}
+	/* (the record's own count of what an earlier decoder dropped) */
+	if (tl_json_int(o, "containersDropped", &g) && g > 0)
+		m->containers_dropped += g > UINT32_MAX - m->containers_dropped ? UINT32_MAX - m->containers_dropped
+										: (uint32_t)g;
 	*ret = m;
 	return 0;
 }

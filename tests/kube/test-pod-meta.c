@@ -134,6 +134,26 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
+/* Containers the table dropped are still counted after a journal's
+ * record is read back: the replayed Pod is not taken as having only the
+ * containers it kept. */
+START_TEST(test_round_trip_dropped)
+{
+	struct tl_pod_meta *m = decode(old_record, NULL), *back;
+	struct json_object *o;
+
+	m->containers_dropped = 3;
+	o = tl_pod_meta_to_json(m);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(tl_pod_meta_from_json(o, NULL, &back), 0);
+	json_object_put(o);
+	ck_assert_uint_eq(back->containers_dropped, 3);
+	ck_assert(tl_pod_meta_equal(m, back));
+	tl_pod_meta_unref(back);
+	tl_pod_meta_unref(m);
+}
+END_TEST
+
 /* Every field counts: a copy is equal, a copy with any one field changed
  * is not. */
 START_TEST(test_equality)
@@ -265,6 +285,7 @@ int main(void)
 	tcase_add_test(tc, test_previous_record_decoded);
 	tcase_add_test(tc, test_encoder_text);
 	tcase_add_test(tc, test_round_trip);
+	tcase_add_test(tc, test_round_trip_dropped);
 	tcase_add_test(tc, test_equality);
 	tcase_add_test(tc, test_damaged_record);
 	tcase_add_test(tc, test_bounded_copy);
