@@ -227,7 +227,7 @@ class Agent:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 AGENT_PREFIX + [os.path.join(build, "daemon", "termlined"), "--no-api", "--state-dir", state,
-                 "--listen", f"127.0.0.1:{self.port}", "--cgroup-root", root] + AGENT_ARGS,
+                                "--listen", f"127.0.0.1:{self.port}", "--cgroup-root", root] + AGENT_ARGS,
                 stdout=log, stderr=log)
 
         def ready():

@@ -292,7 +292,7 @@ uint64_t tl_http_drain_period_ms(uint64_t period_ms, uint64_t drained, uint64_t 
 	 * milliseconds, a timerfd_settime() each (332 in 4.9 s under nginx,
 	 * bench/README.md). Shortened when the share a period fills grows by
 	 * a third (the wake-ups at each half of the ring cover a burst
-	 * sooner), lengthened when it halves. */
+	 * sooner), lengthened when it falls under two thirds. */
 	if (next * 4 >= period_ms * 3 && next * 2 <= period_ms * 3)
 		return period_ms;
 	return next;
