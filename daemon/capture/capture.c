@@ -120,9 +120,10 @@ static int set_common(struct tl_event *ev, const char *id, const char *method, c
 {
 	int r = 0;
 
-	/* The contract: requestId is null when the request carried none. */
-	r = r ?: (id && id[0] ? set_str(ev, TL_F_HTTP_REQUEST_ID, id)
-			      : tl_event_set_str(ev, "requestId", NULL));
+	/* The contract: requestId is null when the request carried none,
+	 * which an unset ID field says (event.c). */
+	if (id && id[0])
+		r = set_str(ev, TL_F_HTTP_REQUEST_ID, id);
 	r = r ?: set_str(ev, TL_F_HTTP_METHOD, method);
 	r = r ?: set_str(ev, TL_F_HTTP_PATH, path);
 	r = r ?: tl_event_set_i(ev, TL_F_HTTP_STATUS, status);

@@ -526,8 +526,16 @@ void tl_event_append_json(const struct tl_event *ev, bool with_ids, struct tl_bu
 		add_str_or_null(out, ev->container_id);
 	}
 	for (unsigned i = 0; i < k->n_fields; i++) {
-		if (!ev->v[i].set)
+		if (!ev->v[i].set) {
+			/* An ID is always said, null when the event has none
+			 * (http.request's requestId: the request carried no
+			 * ID header), so such an event needs no extra field. */
+			if (k->fields[i].type == TL_FT_ID) {
+				add_key(out, k->fields[i].name);
+				tl_buf_add(out, "null", 4);
+			}
 			continue;
+		}
 		add_key(out, k->fields[i].name);
 		add_value(out, ev, i);
 	}

@@ -79,7 +79,8 @@ enum tl_ftype {
 	TL_FT_ENDPOINT,   /* family + 16 bytes + port -> "10.1.2.3:80" / "[fd00::1]:80" */
 	TL_FT_TIME,       /* int64 ns since the epoch -> RFC 3339 string */
 	TL_FT_ID,         /* string unique per event (request IDs): like STR, but kept
-			   * in the event's own bytes, not interned */
+			   * in the event's own bytes, not interned; encoded as null
+			   * when unset */
 };
 
 /* tl_kind_info.flags */

@@ -173,6 +173,32 @@ END_TEST
 
 /* Request IDs stay in the event's bytes up to TL_ID_INLINE_MAX, are
  * interned past it; both round-trip. */
+/* An http.request with no ID header: requestId null, from an unset ID
+ * field (no extra field made for it), as the document's contract says;
+ * read back from its JSON, the same. */
+START_TEST(missing_id_is_null)
+{
+	static struct tl_event ev, back;
+	struct json_object *o, *o2, *v = NULL;
+
+	ck_assert_int_eq(tl_event_init_kind(&ev, TL_KIND_HTTP_REQUEST, TL_SRC_KERNEL, 1000), 0);
+	ck_assert_int_eq(tl_event_set_s(&ev, TL_F_HTTP_METHOD, "GET", 3), 0);
+	ck_assert_ptr_null(ev.extra);
+	o = tl_event_to_json(&ev, false);
+	ck_assert_ptr_nonnull(o);
+	ck_assert(json_object_object_get_ex(o, "requestId", &v));
+	ck_assert_ptr_null(v);
+	ck_assert_int_eq(tl_event_from_json(o, &back), 0);
+	ck_assert_ptr_null(tl_event_get_s(&back, TL_F_HTTP_REQUEST_ID));
+	o2 = tl_event_to_json(&back, false);
+	ck_assert(json_object_equal(o, o2));
+	json_object_put(o);
+	json_object_put(o2);
+	tl_event_clear(&ev);
+	tl_event_clear(&back);
+}
+END_TEST
+
 START_TEST(ids_inline_and_interned)
 {
 	static struct tl_event ev, back;
@@ -352,6 +378,7 @@ int main(void)
 	tcase_add_test(tc, kind_table_complete);
 	tcase_add_test(tc, every_kind_round_trips);
 	tcase_add_test(tc, extra_fields_and_ids);
+	tcase_add_test(tc, missing_id_is_null);
 	tcase_add_test(tc, ids_inline_and_interned);
 	tcase_add_test(tc, utf8_and_copy);
 	tcase_add_test(tc, encoder_times);
