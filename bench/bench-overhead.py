@@ -38,10 +38,13 @@ and nginx CPU are paired within each A B B A round; a second line says
 how far apart the two runs of one side (A A, B B) of a round are in
 throughput: the machine's own noise, against which a ratio of a few per
 cent cannot be told from 100 %. wrk runs in this process's cgroup,
-untracked; nginx is pinned to CPU 0, wrk to CPU 1."""
+untracked; nginx is pinned to CPU 0, wrk to CPU 1. Environment:
+BENCH_AGENT_PREFIX, a command the agent is started under (one that execs
+it: taskset, chrt, nice); BENCH_AGENT_ARGS, more agent flags."""
 import argparse
 import json
 import os
+import shlex
 import shutil
 import signal
 import statistics
@@ -67,10 +70,11 @@ http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d};
 PIN = False
 # A command the agent is started under, from the environment (e.g.
 # BENCH_AGENT_PREFIX="taskset -c 1"): where the agent runs against the
-# server, without changing the agent.
-AGENT_PREFIX = os.environ.get("BENCH_AGENT_PREFIX", "").split()
+# server, without changing the agent. It must exec the agent (taskset,
+# chrt, nice do): the agent's CPU is read from the process started.
+AGENT_PREFIX = shlex.split(os.environ.get("BENCH_AGENT_PREFIX", ""))
 # More agent flags, from the environment (e.g. BENCH_AGENT_ARGS="--http-prefix-bytes 64").
-AGENT_ARGS = os.environ.get("BENCH_AGENT_ARGS", "").split()
+AGENT_ARGS = shlex.split(os.environ.get("BENCH_AGENT_ARGS", ""))
 
 
 def die(msg):
@@ -314,6 +318,8 @@ def one_run(args, scenario, mode, with_agent, root, work, n, steady_pod, stats=F
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="environment: BENCH_AGENT_PREFIX, a command the agent is started under "
+                                        "(one that execs it: taskset, chrt, nice); BENCH_AGENT_ARGS, more agent flags",
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(SRC, "build"), help="meson build directory (default ./build)")
     ap.add_argument("--scenario", default="steady,window", help="steady, window or both (default both)")
