@@ -327,6 +327,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=2, help="A B B A rounds (default 2)")
     ap.add_argument("--seconds", type=int, default=5, help="length of each wrk run (default 5)")
     ap.add_argument("--connections", type=int, default=16, help="wrk connections (default 16)")
+    ap.add_argument("--body-bytes", type=int, default=0,
+                    help="size of the page served (default 0: a 41-byte page); a larger page makes each "
+                         "request cost the server more, the capture's cost per request stays the same")
     ap.add_argument("--no-pin", action="store_true",
                     help="let the scheduler place nginx and wrk (default: nginx on CPU 0, wrk on CPU 1)")
     args = ap.parse_args()
@@ -348,6 +351,8 @@ def main():
     for m in modes:
         if m not in ("keep-alive", "close"):
             die(f"--mode {m}: not keep-alive or close")
+    if args.body_bytes < 0 or args.body_bytes > 64 << 20:
+        die(f"--body-bytes {args.body_bytes}: not between 0 and 64 MiB")
 
     # The programs' run time per request (BPF_STATS_RUN_TIME) is what the
     # agent's kernel side adds, which the throughput's noise hides; but the
@@ -363,13 +368,17 @@ def main():
     root = os.path.join(E.cgroup2_mount(), f"termline-bench-overhead-{os.getpid()}")
     steady_pod = Pod(root)
     os.makedirs(os.path.join(work, "www"))
-    write(os.path.join(work, "www", "index.html"), "<html><body>termline bench</body></html>\n")
+    page = "<html><body>termline bench</body></html>\n"
+    if args.body_bytes > len(page):
+        fill = args.body_bytes - len(page)
+        page = "<html><body>termline bench" + ("." * 63 + "\n") * (fill // 64) + "." * (fill % 64) + "</body></html>\n"
+    write(os.path.join(work, "www", "index.html"), page)
     args.port = E.free_port()
     write(os.path.join(work, "nginx.conf"), NGINX_CONF.format(d=work, port=args.port))
     try:
         n = 0
         print(f"termlined {args.build}/daemon/termlined; nginx one worker; wrk -t1 -c{args.connections}, "
-              f"{args.seconds} s runs, {args.rounds} A B B A rounds; load average {os.getloadavg()[0]:.2f}",
+              f"{args.seconds} s runs, {args.rounds} A B B A rounds; a {len(page)}-byte page; load average {os.getloadavg()[0]:.2f}",
               flush=True)
         for scenario in scenarios:
             for mode in modes:
