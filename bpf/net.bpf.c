@@ -63,13 +63,20 @@ struct {
 	__type(value, struct tl_conn_count);
 } accepted SEC(".maps");
 
-static __always_inline __u64 sock_cgroup(const struct sock *sk, __u32 *flags)
+/* Reads a field of sk: a plain load where sk is the kernel's own pointer
+ * to a BTF type (a tp_btf argument: direct), which the kernel makes
+ * fault-safe, else a probe read (the classic twin's number). Each probe
+ * read is a helper call, and inet_sock_set_state runs ~10 times per
+ * connection on each end (bench/README.md). */
+#define SK_READ(direct, sk, field) ((direct) ? (sk)->field : BPF_CORE_READ(sk, field))
+
+static __always_inline __u64 sock_cgroup(const struct sock *sk, __u32 *flags, const bool direct)
 {
-	struct cgroup *cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
+	struct cgroup *cg = SK_READ(direct, sk, sk_cgrp_data.cgroup);
 
 	if (cg) {
 		*flags |= TL_EVF_SOCK_CGROUP;
-		return BPF_CORE_READ(cg, kn, id);
+		return direct ? cg->kn->id : BPF_CORE_READ(cg, kn, id);
 	}
 	return bpf_get_current_cgroup_id();
 }
@@ -129,13 +136,13 @@ static __always_inline void count_closed(__u64 cgid)
 /* A connection from loopback or from the Pod's own address is the Pod
  * talking to itself (a sidecar forwarding to its app), not a Service's
  * traffic. */
-static __always_inline int from_self(const struct sock *sk)
+static __always_inline int from_self(const struct sock *sk, const bool direct)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u16 family = SK_READ(direct, sk, __sk_common.skc_family);
 
 	if (family == AF_INET) {
-		__u32 d = BPF_CORE_READ(sk, __sk_common.skc_daddr);
-		__u32 s = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+		__u32 d = SK_READ(direct, sk, __sk_common.skc_daddr);
+		__u32 s = SK_READ(direct, sk, __sk_common.skc_rcv_saddr);
 
 		/* network order: the first byte is the lowest */
 		return (d & 0xff) == 127 || d == s;
@@ -158,11 +165,11 @@ static __always_inline int from_self(const struct sock *sk)
  * SYN_RECV -> ESTABLISHED, in softirq): the accepted socket inherits its
  * listener's cgroup (sk_clone_lock copies sk_cgrp_data), so the count goes
  * to the container that listens, whoever the packet's task context is. */
-static __always_inline void count_accepted(const struct sock *sk, __u64 cgid)
+static __always_inline void count_accepted(const struct sock *sk, __u64 cgid, const bool direct)
 {
 	struct tl_conn_count zero = {}, *c;
 
-	if (from_self(sk))
+	if (from_self(sk, direct))
 		return;
 	c = bpf_map_lookup_elem(&accepted, &cgid);
 	if (!c) {
@@ -182,7 +189,8 @@ enum state_use {
 	USE_ACCEPTED, /* a handshake completed on the server side: counted */
 };
 
-static __always_inline int handle_set_state(const struct sock *sk, int oldstate, int newstate)
+static __always_inline int handle_set_state(const struct sock *sk, int oldstate, int newstate,
+					    const bool direct)
 {
 	struct tl_ev_sock *e;
 	enum state_use use;
@@ -210,9 +218,9 @@ static __always_inline int handle_set_state(const struct sock *sk, int oldstate,
 	} else {
 		return 0;
 	}
-	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+	if (SK_READ(direct, sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
-	cgid = sock_cgroup(sk, &flags);
+	cgid = sock_cgroup(sk, &flags, direct);
 	if (!tl_cgroup_tracked(cgid))
 		return 0;
 	if (use == USE_CLOSED) {
@@ -222,7 +230,7 @@ static __always_inline int handle_set_state(const struct sock *sk, int oldstate,
 	if (use == USE_ACCEPTED) {
 		/* softirq: current's cgroup is no answer */
 		if (flags & TL_EVF_SOCK_CGROUP)
-			count_accepted(sk, cgid);
+			count_accepted(sk, cgid, direct);
 		return 0;
 	}
 	e = sock_reserve(kind, flags, cgid);
@@ -244,7 +252,7 @@ static __always_inline int handle_set_state(const struct sock *sk, int oldstate,
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(inet_sock_set_state_btf, const struct sock *sk, const int oldstate, const int newstate)
 {
-	return handle_set_state(sk, oldstate, newstate);
+	return handle_set_state(sk, oldstate, newstate, true);
 }
 
 SEC("tracepoint/sock/inet_sock_set_state")
@@ -252,7 +260,7 @@ int inet_sock_set_state_tp(struct trace_event_raw_inet_sock_set_state *ctx)
 {
 	if (ctx->protocol != IPPROTO_TCP)
 		return 0;
-	return handle_set_state((const struct sock *)ctx->skaddr, ctx->oldstate, ctx->newstate);
+	return handle_set_state((const struct sock *)ctx->skaddr, ctx->oldstate, ctx->newstate, false);
 }
 
 static __always_inline int pod_ip(const __u8 *addr, __u16 family)
@@ -326,7 +334,7 @@ static __always_inline int handle_reset(const struct sock *sk, const struct sk_b
 		else if (state == TCP_TIME_WAIT)
 			owner = NULL;
 		if (owner)
-			cgid = sock_cgroup(owner, &flags);
+			cgid = sock_cgroup(owner, &flags, false);
 	} else if (!skb) {
 		return 0;
 	} else {
