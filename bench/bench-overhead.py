@@ -328,8 +328,9 @@ def main():
     ap.add_argument("--seconds", type=int, default=5, help="length of each wrk run (default 5)")
     ap.add_argument("--connections", type=int, default=16, help="wrk connections (default 16)")
     ap.add_argument("--body-bytes", type=int, default=0,
-                    help="size of the page served (default 0: a 41-byte page); a larger page makes each "
-                         "request cost the server more, the capture's cost per request stays the same")
+                    help="size of the page served (default and anything up to 41: a 41-byte page); a larger "
+                         "page makes each request cost the server more, the capture's cost per request "
+                         "stays the same")
     ap.add_argument("--no-pin", action="store_true",
                     help="let the scheduler place nginx and wrk (default: nginx on CPU 0, wrk on CPU 1)")
     args = ap.parse_args()
