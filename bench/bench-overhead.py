@@ -42,6 +42,7 @@ untracked; nginx is pinned to CPU 0, wrk to CPU 1. Environment:
 BENCH_AGENT_PREFIX, a command the agent is started under (one that execs
 it: taskset, chrt, nice); BENCH_AGENT_ARGS, more agent flags."""
 import argparse
+import hashlib
 import json
 import os
 import shlex
@@ -62,7 +63,7 @@ NGINX_CONF = """daemon off; master_process off; worker_processes 1; pid {d}/ngin
 error_log {d}/error.log; events {{ worker_connections 1024; }}
 http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d};
   fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};
-  keepalive_requests 1000000;
+  keepalive_requests 1000000;{gzip}
   server {{ listen 127.0.0.1:{port}; root {d}/www; }} }}
 """
 
@@ -155,11 +156,13 @@ def parse_latency(s):
     return float(s)
 
 
-def run_wrk(port, seconds, conns, close_each):
+def run_wrk(port, seconds, conns, close_each, gzip):
     cmd = (["taskset", "-c", "1"] if PIN else []) + ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "--latency",
            "-H", "x-request-id: bench-request-0123456789"]
     if close_each:
         cmd += ["-H", "Connection: close"]
+    if gzip:
+        cmd += ["-H", "Accept-Encoding: gzip"]
     cmd.append(f"http://127.0.0.1:{port}/index.html")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
     rps = reqs = p99 = None
@@ -293,7 +296,7 @@ def one_run(args, scenario, mode, with_agent, root, work, n, steady_pod, stats=F
         else:
             ng = Nginx(work, args.port, steady_pod.leaf)
         u0 = usage_usec(steady_pod.leaf if pod is None else pod.leaf)
-        rps, reqs, p99 = run_wrk(args.port, args.seconds, args.connections, mode == "close")
+        rps, reqs, p99 = run_wrk(args.port, args.seconds, args.connections, mode == "close", args.gzip)
         u1 = usage_usec(steady_pod.leaf if pod is None else pod.leaf)
         out = {"rps": rps, "reqs": reqs, "p99": p99, "nginx_us": (u1 - u0) / reqs}
         if agent:
@@ -331,6 +334,9 @@ def main():
                     help="size of the page served (default and anything up to 41: a 41-byte page); a larger "
                          "page makes each request cost the server more, the capture's cost per request "
                          "stays the same")
+    ap.add_argument("--gzip", type=int, default=0, metavar="LEVEL",
+                    help="nginx compresses the page at this gzip level, 1-9 (default 0: off): work per "
+                         "request such as a dynamic server's, for the same capture cost")
     ap.add_argument("--no-pin", action="store_true",
                     help="let the scheduler place nginx and wrk (default: nginx on CPU 0, wrk on CPU 1)")
     args = ap.parse_args()
@@ -354,6 +360,8 @@ def main():
             die(f"--mode {m}: not keep-alive or close")
     if args.body_bytes < 0 or args.body_bytes > 64 << 20:
         die(f"--body-bytes {args.body_bytes}: not between 0 and 64 MiB")
+    if not 0 <= args.gzip <= 9:
+        die(f"--gzip {args.gzip}: not a level between 0 (off) and 9")
 
     # The programs' run time per request (BPF_STATS_RUN_TIME) is what the
     # agent's kernel side adds, which the throughput's noise hides; but the
@@ -372,14 +380,22 @@ def main():
     page = "<html><body>termline bench</body></html>\n"
     if args.body_bytes > len(page):
         fill = args.body_bytes - len(page)
-        page = "<html><body>termline bench" + ("." * 63 + "\n") * (fill // 64) + "." * (fill % 64) + "</body></html>\n"
+        # Lines of hex digits from a hash chain: text that compresses
+        # about as a page does (--gzip has work to do), the same each run.
+        h, lines = b"termline", []
+        while 64 * len(lines) < fill:
+            h = hashlib.sha256(h).digest()
+            lines.append(h.hex()[:63] + "\n")
+        page = "<html><body>termline bench" + "".join(lines)[:fill] + "</body></html>\n"
     write(os.path.join(work, "www", "index.html"), page)
     args.port = E.free_port()
-    write(os.path.join(work, "nginx.conf"), NGINX_CONF.format(d=work, port=args.port))
+    gzip = f"\n  gzip on; gzip_comp_level {args.gzip}; gzip_min_length 0;" if args.gzip else ""
+    write(os.path.join(work, "nginx.conf"), NGINX_CONF.format(d=work, port=args.port, gzip=gzip))
     try:
         n = 0
         print(f"termlined {args.build}/daemon/termlined; nginx one worker; wrk -t1 -c{args.connections}, "
-              f"{args.seconds} s runs, {args.rounds} A B B A rounds; a {len(page)}-byte page; load average {os.getloadavg()[0]:.2f}",
+              f"{args.seconds} s runs, {args.rounds} A B B A rounds; a {len(page)}-byte page"
+              f"{f', gzip level {args.gzip}' if args.gzip else ''}; load average {os.getloadavg()[0]:.2f}",
               flush=True)
         for scenario in scenarios:
             for mode in modes:
