@@ -171,8 +171,6 @@ START_TEST(extra_fields_and_ids)
 }
 END_TEST
 
-/* Request IDs stay in the event's bytes up to TL_ID_INLINE_MAX, are
- * interned past it; both round-trip. */
 /* An http.request with no ID header: requestId null, from an unset ID
  * field (no extra field made for it), as the document's contract says;
  * read back from its JSON, the same. */
@@ -199,6 +197,8 @@ START_TEST(missing_id_is_null)
 }
 END_TEST
 
+/* Request IDs stay in the event's bytes up to TL_ID_INLINE_MAX, are
+ * interned past it; both round-trip. */
 START_TEST(ids_inline_and_interned)
 {
 	static struct tl_event ev, back;
