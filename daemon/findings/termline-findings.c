@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
-#include "export-json.h"
+#include "fileio.h"
 #include "findings.h"
 
 /* A document of the agent is at most a few tens of MiB (max events per
@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 		r = -ENOMEM;
 		goto out;
 	}
-	r = tl_export_write_atomic(argv[2], argv[3], out, strlen(out));
+	r = tl_file_write_atomic(argv[2], argv[3], out, strlen(out));
 	if (r < 0) {
 		fprintf(stderr, "termline-findings: %s/%s: %s\n", argv[2], argv[3], strerror(-r));
 		goto out;

@@ -1,35 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The closed documents of the store: their index (loaded at start from
- * STATE/timelines), retention by age and bytes, the disk metrics. */
+/* The closed documents of a store (closed.h). */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <spawn.h>
-#include <sys/epoll.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+#include <json-c/json.h>
+
 #include "clock.h"
-#include "export-json.h"
+#include "closed.h"
 #include "fileio.h"
 #include "findings.h"
-#include "journal.h"
-#include "log.h"
-#include "metrics.h"
-#include "store-int.h"
-#include "timeline.h"
 #include "macro.h"
+#include "metrics.h"
 
-/* ---- closed documents ---- */
+#define NS_PER_S 1000000000LL
 
-void closed_clear(struct closed *c)
+static void closed_clear(struct closed *c)
 {
 	free(c->ns);
 	free(c->name);
@@ -38,115 +28,104 @@ void closed_clear(struct closed *c)
 	free(c->owner_name);
 }
 
-int closed_add(struct tl_timelines *t, const char *ns, const char *name, const char *uid,
-		      const char *path, uint64_t bytes, int64_t mtime_ns, int64_t started_ns,
-		      size_t events, size_t findings, const struct summary *sm)
+static char *dup_opt(const char *s, bool *fail)
 {
-	struct closed *c;
+	char *d = s ? strdup(s) : NULL;
 
-	if (t->n_closed == t->cap_closed) {
-		size_t ncap = t->cap_closed ? t->cap_closed * 2 : 64;
-		struct closed *n = realloc(t->closed, ncap * sizeof(*n));
+	if (s && !d)
+		*fail = true;
+	return d;
+}
 
+int closed_add(struct closed_index *x, const struct closed *c)
+{
+	struct closed *n;
+	bool fail = false;
+
+	if (x->n == x->cap) {
+		size_t ncap = x->cap ? x->cap * 2 : 64;
+
+		n = realloc(x->v, ncap * sizeof(*n));
 		if (!n)
 			return -ENOMEM;
-		t->closed = n;
-		t->cap_closed = ncap;
+		x->v = n;
+		x->cap = ncap;
 	}
-	c = &t->closed[t->n_closed];
-	memset(c, 0, sizeof(*c));
-	c->ns = ns ? strdup(ns) : NULL;
-	c->name = name ? strdup(name) : NULL;
-	c->path = strdup(path);
-	c->owner_kind = sm->owner_kind ? strdup(sm->owner_kind) : NULL;
-	c->owner_name = sm->owner_name ? strdup(sm->owner_name) : NULL;
-	if ((ns && !c->ns) || (name && !c->name) || !c->path || (sm->owner_kind && !c->owner_kind) ||
-	    (sm->owner_name && !c->owner_name)) {
-		closed_clear(c);
+	n = &x->v[x->n];
+	*n = *c;
+	n->ns = dup_opt(c->ns, &fail);
+	n->name = dup_opt(c->name, &fail);
+	n->path = dup_opt(c->path, &fail);
+	n->owner_kind = dup_opt(c->owner_kind, &fail);
+	n->owner_name = dup_opt(c->owner_name, &fail);
+	if (fail || !n->path) {
+		closed_clear(n);
 		return -ENOMEM;
 	}
-	snprintf(c->uid, sizeof(c->uid), "%s", uid ? uid : "");
-	c->bytes = bytes;
-	c->mtime_ns = mtime_ns;
-	c->started_ns = started_ns;
-	c->events = events;
-	c->findings = findings;
-	c->deletion_ns = sm->deletion_ns;
-	c->failed = sm->failed;
-	c->complete = sm->complete;
-	t->n_closed++;
-	t->closed_bytes += bytes;
+	x->n++;
+	x->bytes += c->bytes;
 	return 0;
 }
 
-static uint64_t journal_bytes_total(struct tl_timelines *t)
+struct closed *closed_find(struct closed_index *x, const char *uid)
 {
-	uint64_t journal = 0;
-
-	for (size_t b = 0; b < HASH_BUCKETS; b++)
-		for (struct timeline *tl = t->buckets[b]; tl; tl = tl->hnext)
-			journal += tl_journal_bytes(tl->journal);
-	return journal;
+	for (size_t i = 0; i < x->n; i++)
+		if (strcmp(x->v[i].uid, uid) == 0)
+			return &x->v[i];
+	return NULL;
 }
 
-void update_disk_metrics(struct tl_timelines *t)
+void closed_free(struct closed_index *x)
 {
-	uint64_t journal = journal_bytes_total(t);
-
-	tl_metric_set(M_JOURNAL, NULL, (int64_t)journal);
-	tl_metric_set(M_JOURNAL_FDS, NULL, tl_jpool_open_fds(t->jpool));
-	tl_metric_set(M_DISK, NULL, (int64_t)(journal + t->closed_bytes));
+	for (size_t i = 0; i < x->n; i++)
+		closed_clear(&x->v[i]);
+	free(x->v);
+	memset(x, 0, sizeof(*x));
 }
 
-static void closed_remove_at(struct tl_timelines *t, size_t i)
+/* ---- retention ---- */
+
+static void remove_at(struct closed_index *x, size_t i)
 {
-	t->closed_bytes -= t->closed[i].bytes;
-	closed_clear(&t->closed[i]);
-	memmove(&t->closed[i], &t->closed[i + 1], (t->n_closed - i - 1) * sizeof(*t->closed));
-	t->n_closed--;
+	x->bytes -= x->v[i].bytes;
+	closed_clear(&x->v[i]);
+	memmove(&x->v[i], &x->v[i + 1], (x->n - i - 1) * sizeof(*x->v));
+	x->n--;
 }
 
-static int cmp_closed_mtime(const void *a, const void *b)
+static int cmp_mtime(const void *a, const void *b)
 {
-	const struct closed *x = a, *y = b;
+	const struct closed *p = a, *q = b;
 
-	return (x->mtime_ns > y->mtime_ns) - (x->mtime_ns < y->mtime_ns);
+	return (p->mtime_ns > q->mtime_ns) - (p->mtime_ns < q->mtime_ns);
 }
 
-int tl_timelines_retention_run(struct tl_timelines *t)
+int closed_retention(struct closed_index *x, uint32_t hours, uint64_t max_bytes,
+		     uint64_t extra_bytes, int64_t now_ns, struct tl_metric *errors)
 {
-	int64_t now = tl_now_real_ns();
-	int r = 0;
-
-	/* Open timelines' journals cannot be removed, but they use the same
-	 * disk: closed documents make room for them. */
-	uint64_t journals = journal_bytes_total(t);
-
 	/* Closed in order, so the array is (nearly) oldest first already.
 	 * qsort with a NULL base is undefined even for 0 elements. */
-	if (t->n_closed > 1)
-		qsort(t->closed, t->n_closed, sizeof(*t->closed), cmp_closed_mtime);
-	while (t->n_closed > 0) {
-		struct closed *c = &t->closed[0];
-		bool too_old = t->retention_hours &&
-			       c->mtime_ns < now - (int64_t)t->retention_hours * 3600 * NS_PER_S;
-		bool too_big = t->retention_bytes && t->closed_bytes + journals > t->retention_bytes;
+	if (x->n > 1)
+		qsort(x->v, x->n, sizeof(*x->v), cmp_mtime);
+	while (x->n > 0) {
+		const struct closed *c = &x->v[0];
+		bool too_old = hours && c->mtime_ns < now_ns - (int64_t)hours * 3600 * NS_PER_S;
+		bool too_big = max_bytes && x->bytes + extra_bytes > max_bytes;
 
 		if (!too_old && !too_big)
 			break;
 		if (unlink(c->path) < 0 && errno != ENOENT) {
-			r = -errno;
-			note_disk_error(NULL);
-			break;
+			tl_metric_inc(errors, 1);
+			return -errno;
 		}
-		closed_remove_at(t, 0);
+		remove_at(x, 0);
 	}
-	update_disk_metrics(t);
-	return r;
+	return 0;
 }
 
-/* Failed requests of a document as kubectl-termline counts them: a request
- * seen twice (socket and log) once. */
+/* ---- the scan at start ---- */
+
+/* Failed requests of a document as kubectl-termline counts them. */
 static int64_t doc_failed_requests(struct json_object *doc)
 {
 	struct tl_model m;
@@ -170,7 +149,7 @@ static size_t array_len(struct json_object *o, const char *key)
 	return json_object_array_length(v);
 }
 
-const char *obj_str(struct json_object *o, const char *key)
+static const char *obj_str(struct json_object *o, const char *key)
 {
 	struct json_object *v;
 
@@ -179,18 +158,18 @@ const char *obj_str(struct json_object *o, const char *key)
 	return json_object_get_string(v);
 }
 
-static void scan_closed_file(struct tl_timelines *t, const char *dir, const char *file)
+static void scan_file(struct closed_index *x, const char *dir, const char *file)
 {
 	char path[PATH_MAX];
 	struct json_object *doc, *pod = NULL, *events, *first, *owner = NULL, *v;
-	struct summary sm = { .failed = -1 };
+	struct closed c = { .failed = -1 };
 	struct stat st;
-	int64_t started = 0;
+	int n = snprintf(path, sizeof(path), "%s/%s", dir, file);
 
-	if (join_path(path, sizeof(path), dir, file) < 0 || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+	if (n < 0 || (size_t)n >= sizeof(path) || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
-	if (tl_export_is_temp(file)) {
-		/* A temp file left by a crash inside tl_export_write_atomic. */
+	if (tl_file_is_temp(file)) {
+		/* A temp file left by a crash while a document was written. */
 		unlink(path);
 		return;
 	}
@@ -203,31 +182,36 @@ static void scan_closed_file(struct tl_timelines *t, const char *dir, const char
 	if (doc && json_object_object_get_ex(doc, "events", &events) &&
 	    json_object_is_type(events, json_type_array) && json_object_array_length(events) > 0) {
 		first = json_object_array_get_idx(events, 0);
-		if (tl_time_parse(obj_str(first, "time"), &started) < 0)
-			started = 0;
+		if (tl_time_parse(obj_str(first, "time"), &c.started_ns) < 0)
+			c.started_ns = 0;
 		for (size_t i = 0; i < json_object_array_length(events); i++) {
 			struct json_object *e = json_object_array_get_idx(events, i);
 			const char *type = obj_str(e, "type");
 
 			if (type && strcmp(type, "pod.deletion_requested") == 0 &&
-			    tl_time_parse(obj_str(e, "time"), &sm.deletion_ns) == 0)
+			    tl_time_parse(obj_str(e, "time"), &c.deletion_ns) == 0)
 				break;
-			sm.deletion_ns = 0;
+			c.deletion_ns = 0;
 		}
-		sm.failed = doc_failed_requests(doc);
+		c.failed = doc_failed_requests(doc);
 	}
 	if (pod && json_object_object_get_ex(pod, "owner", &owner) &&
 	    json_object_is_type(owner, json_type_object)) {
-		sm.owner_kind = obj_str(owner, "kind");
-		sm.owner_name = obj_str(owner, "name");
+		c.owner_kind = (char *)obj_str(owner, "kind");
+		c.owner_name = (char *)obj_str(owner, "name");
 	}
-	sm.complete = doc && json_object_object_get_ex(doc, "complete", &v) &&
-		      json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+	c.complete = doc && json_object_object_get_ex(doc, "complete", &v) &&
+		     json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+	c.ns = pod ? (char *)obj_str(pod, "namespace") : NULL;
+	c.name = pod ? (char *)obj_str(pod, "name") : NULL;
+	tl_copy_str(c.uid, sizeof(c.uid), (pod ? obj_str(pod, "uid") : NULL) ?: "");
+	c.path = path;
+	c.bytes = (uint64_t)st.st_size;
+	c.mtime_ns = (int64_t)st.st_mtim.tv_sec * NS_PER_S + st.st_mtim.tv_nsec;
+	c.events = doc ? array_len(doc, "events") : 0;
+	c.findings = doc ? array_len(doc, "findings") : 0;
 	/* Unreadable documents still count against retention. */
-	closed_add(t, pod ? obj_str(pod, "namespace") : NULL, pod ? obj_str(pod, "name") : NULL,
-		   pod ? obj_str(pod, "uid") : NULL, path, (uint64_t)st.st_size,
-		   (int64_t)st.st_mtim.tv_sec * NS_PER_S + st.st_mtim.tv_nsec, started,
-		   doc ? array_len(doc, "events") : 0, doc ? array_len(doc, "findings") : 0, &sm);
+	closed_add(x, &c);
 	json_object_put(doc);
 }
 
@@ -236,27 +220,30 @@ static bool dot_or_dotdot(const char *s)
 	return strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
 }
 
-int scan_closed(struct tl_timelines *t)
+int closed_scan(struct closed_index *x, const char *dir)
 {
 	DIR *top, *sub;
 	struct dirent *de, *fe;
-	char dir[PATH_MAX];
+	char path[PATH_MAX];
 
-	top = opendir(t->timelines_dir);
+	top = opendir(dir);
 	if (!top)
 		return -errno;
 	while ((de = readdir(top))) {
+		int n;
+
 		/* A namespace may start with '.': only . and .. are skipped. */
 		if (dot_or_dotdot(de->d_name))
 			continue;
-		if (join_path(dir, sizeof(dir), t->timelines_dir, de->d_name) < 0)
+		n = snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (n < 0 || (size_t)n >= sizeof(path))
 			continue;
-		sub = opendir(dir);
+		sub = opendir(path);
 		if (!sub)
 			continue;
 		while ((fe = readdir(sub)))
 			if (!dot_or_dotdot(fe->d_name))
-				scan_closed_file(t, dir, fe->d_name);
+				scan_file(x, path, fe->d_name);
 		closedir(sub);
 	}
 	closedir(top);

@@ -1,31 +1,162 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Serving documents: a snapshot of an open timeline or the file of a closed
- * one, read by the HTTP server a chunk at a time. */
-#include <dirent.h>
+/* The store's queries: the list of timelines, and documents served a
+ * chunk at a time (a snapshot of an open timeline, the file of a closed
+ * one) while the loop goes on. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <spawn.h>
-#include <sys/epoll.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
 #include "clock.h"
 #include "export-json.h"
-#include "fileio.h"
-#include "findings.h"
-#include "journal.h"
-#include "log.h"
-#include "metrics.h"
 #include "store-int.h"
-#include "timeline.h"
-#include "macro.h"
+
+/* What the document of an open timeline says now: while it is closing,
+ * the document being written. */
+static const struct tl_state *current(const struct timeline *tl)
+{
+	return tl->closing ? close_snapshot(tl->closing) : &tl->s;
+}
+
+/* ---- the list ---- */
+
+/* What a list entry says of a timeline besides its name (docs/http-api.md). */
+struct summary {
+	const char *owner_kind, *owner_name; /* NULL: unknown */
+	int64_t deletion_ns;                 /* 0: none */
+	bool complete;
+	int64_t failed; /* failed requests; -1: not known (open, or no helper) */
+};
+
+static void open_summary(const struct tl_state *s, struct summary *sm)
+{
+	memset(sm, 0, sizeof(*sm));
+	sm->failed = -1;
+	sm->deletion_ns = s->deletion_ns;
+	sm->complete = state_complete(s);
+	/* both or neither (pod-meta.h) */
+	if (s->meta && s->meta->owner_kind[0]) {
+		sm->owner_kind = s->meta->owner_kind;
+		sm->owner_name = s->meta->owner_name;
+	}
+}
+
+static struct json_object *str_or_null(const char *s)
+{
+	return s && *s ? json_object_new_string(s) : NULL;
+}
+
+static bool list_match(const struct tl_list_filter *f, const char *ns, int64_t started_ns,
+		       const struct summary *sm)
+{
+	int64_t at = sm->deletion_ns ? sm->deletion_ns : started_ns;
+
+	if (!f)
+		return true;
+	if (f->ns && (!ns || strcmp(f->ns, ns) != 0))
+		return false;
+	if (f->owner_kind && (!sm->owner_kind || strcmp(f->owner_kind, sm->owner_kind) != 0))
+		return false;
+	if (f->owner_name && (!sm->owner_name || strcmp(f->owner_name, sm->owner_name) != 0))
+		return false;
+	if (f->since_ns && at < f->since_ns)
+		return false;
+	if (f->until_ns && at > f->until_ns)
+		return false;
+	return true;
+}
+
+static struct json_object *list_item(const char *ns, const char *name, const char *uid,
+				     const char *state, size_t events, size_t findings,
+				     const struct summary *sm, bool detail)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "namespace", str_or_null(ns));
+	json_object_object_add(o, "name", str_or_null(name));
+	json_object_object_add(o, "uid", json_object_new_string(uid));
+	json_object_object_add(o, "state", json_object_new_string(state));
+	json_object_object_add(o, "events", json_object_new_int64((int64_t)events));
+	json_object_object_add(o, "findings", json_object_new_int64((int64_t)findings));
+	if (detail) {
+		struct json_object *owner = NULL;
+		char tbuf[TL_TIME_STRLEN];
+
+		if (sm->owner_kind || sm->owner_name) {
+			owner = json_object_new_object();
+			if (!owner) {
+				json_object_put(o);
+				return NULL;
+			}
+			json_object_object_add(owner, "kind", str_or_null(sm->owner_kind));
+			json_object_object_add(owner, "name", str_or_null(sm->owner_name));
+		}
+		json_object_object_add(o, "owner", owner);
+		json_object_object_add(o, "deletion",
+				       sm->deletion_ns ? json_object_new_string(tl_time_format(sm->deletion_ns, tbuf))
+						       : NULL);
+		json_object_object_add(o, "complete", json_object_new_boolean(sm->complete));
+		json_object_object_add(o, "failedRequests",
+				       sm->failed >= 0 ? json_object_new_int64(sm->failed) : NULL);
+	}
+	return o;
+}
+
+int tl_timelines_list(struct tl_timelines *t, struct json_object **ret)
+{
+	return tl_timelines_list_filtered(t, NULL, ret);
+}
+
+int tl_timelines_list_filtered(struct tl_timelines *t, const struct tl_list_filter *f,
+			       struct json_object **ret)
+{
+	struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
+	bool detail = f && f->detail;
+
+	if (!root || !arr) {
+		json_object_put(root);
+		json_object_put(arr);
+		return -ENOMEM;
+	}
+	json_object_object_add(root, "timelines", arr);
+	for (size_t i = 0; i < t->closed.n; i++) {
+		const struct closed *c = &t->closed.v[i];
+		struct summary sm = { c->owner_kind, c->owner_name, c->deletion_ns, c->complete, c->failed };
+		struct json_object *o;
+
+		if (!c->uid[0] || !list_match(f, c->ns, c->started_ns, &sm))
+			continue;
+		o = list_item(c->ns, c->name, c->uid, "closed", c->events, c->findings, &sm, detail);
+		if (!o || json_object_array_add(arr, o) < 0) {
+			json_object_put(o);
+			json_object_put(root);
+			return -ENOMEM;
+		}
+	}
+	for (struct index_node *n = index_next(&t->open, NULL); n; n = index_next(&t->open, n)) {
+		const struct tl_state *s = current(tl_of(n));
+		struct json_object *o;
+		struct summary sm;
+
+		open_summary(s, &sm);
+		if (!list_match(f, state_ns(s), state_started(s), &sm))
+			continue;
+		/* Findings and failed requests are computed when a timeline
+		 * closes. */
+		o = list_item(state_ns(s), state_name(s), s->uid, "open", s->n, 0, &sm, detail);
+		if (!o || json_object_array_add(arr, o) < 0) {
+			json_object_put(o);
+			json_object_put(root);
+			return -ENOMEM;
+		}
+	}
+	*ret = root;
+	return 0;
+}
 
 /* ---- serving documents ---- */
 
@@ -40,16 +171,25 @@ struct tl_doc_reader {
 	bool done;
 };
 
+static bool name_matches(const char *ns, const char *name, const char *uid, const char *want_ns,
+			 const char *want_name)
+{
+	if (tl_export_name_ok(ns) && tl_export_name_ok(name))
+		return strcmp(ns, want_ns) == 0 && strcmp(name, want_name) == 0;
+	/* Unnamed Pods are addressed as _unknown/UID, like their files. */
+	return strcmp(want_ns, TL_UNKNOWN_NS) == 0 && strcmp(want_name, uid) == 0;
+}
+
 int tl_timelines_open_doc(struct tl_timelines *t, const char *ns, const char *name,
 			  const char *uid, struct tl_doc_reader **ret)
 {
-	struct timeline *best_open = NULL;
-	struct closed *best_closed = NULL;
+	const struct tl_state *best_open = NULL;
+	const struct closed *best_closed = NULL;
 	int64_t best = INT64_MIN;
 	struct tl_doc_reader *r;
 
-	for (size_t i = 0; i < t->n_closed; i++) {
-		struct closed *c = &t->closed[i];
+	for (size_t i = 0; i < t->closed.n; i++) {
+		const struct closed *c = &t->closed.v[i];
 
 		if (!c->uid[0] || !name_matches(c->ns, c->name, c->uid, ns, name))
 			continue;
@@ -60,21 +200,21 @@ int tl_timelines_open_doc(struct tl_timelines *t, const char *ns, const char *na
 			best = c->started_ns;
 		}
 	}
-	for (size_t b = 0; b < HASH_BUCKETS; b++) {
-		for (struct timeline *tl = t->buckets[b]; tl; tl = tl->hnext) {
-			if (!name_matches(meta_str(tl, "namespace"), meta_str(tl, "name"), tl->s.uid, ns, name))
-				continue;
-			if (uid && strcmp(uid, tl->s.uid) != 0)
-				continue;
-			if ((!best_open && !best_closed) || timeline_started(tl) >= best) {
-				best_open = tl;
-				best = timeline_started(tl);
-			}
+	for (struct index_node *n = index_next(&t->open, NULL); n; n = index_next(&t->open, n)) {
+		const struct tl_state *s = current(tl_of(n));
+
+		if (!name_matches(state_ns(s), state_name(s), s->uid, ns, name))
+			continue;
+		if (uid && strcmp(uid, s->uid) != 0)
+			continue;
+		if ((!best_open && !best_closed) || state_started(s) >= best) {
+			best_open = s;
+			best = state_started(s);
 		}
 	}
 	if (!best_open && !best_closed)
 		return -ENOENT;
-	if (t->n_readers >= MAX_READERS)
+	if (t->n_readers >= STORE_MAX_READERS)
 		return -EBUSY;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -87,7 +227,7 @@ int tl_timelines_open_doc(struct tl_timelines *t, const char *ns, const char *na
 		 * memcpy of a few MB at most; the client then reads at its own
 		 * pace while the timeline goes on. */
 		r->open = true;
-		if (state_copy(&best_open->s, &r->snap) < 0) {
+		if (state_copy(best_open, &r->snap) < 0) {
 			free(r);
 			return -ENOMEM;
 		}
@@ -97,7 +237,7 @@ int tl_timelines_open_doc(struct tl_timelines *t, const char *ns, const char *na
 			int e = -errno;
 
 			free(r);
-			return e == -ENOENT ? -ENOENT : e;
+			return e;
 		}
 	}
 	t->n_readers++;
@@ -124,7 +264,7 @@ ssize_t tl_doc_read(struct tl_doc_reader *r, char *buf, size_t max)
 			return 0;
 		tl_buf_reset(&r->buf);
 		r->off = 0;
-		q = document_write(&r->snap, &r->store->rec, &r->cur, &r->buf, READ_CHUNK);
+		q = doc_write(&r->snap, &r->store->rec, &r->cur, &r->buf, STORE_READ_CHUNK);
 		if (q < 0)
 			return q;
 		if (q == 0)
@@ -155,7 +295,7 @@ int tl_timelines_get(struct tl_timelines *t, const char *ns, const char *name, c
 {
 	struct tl_doc_reader *r;
 	struct tl_buf b;
-	char chunk[READ_CHUNK];
+	char chunk[STORE_READ_CHUNK];
 	ssize_t n;
 	int q;
 

@@ -37,10 +37,10 @@
  * not copied) one 64 KiB chunk per loop iteration into a temp file, which
  * is then synced and renamed. Until then the timeline is "closing":
  * listed, counted and served (from memory, the very document being
- * written) as open. Events and metadata that arrive meanwhile are journaled
- * and held aside: once the document is on disk they are counted as late,
- * like events after a close; if the write fails they join the timeline,
- * whose close is retried. */
+ * written) as open. Events and metadata that arrive meanwhile are recorded
+ * and journaled as usual: once the document is on disk they are counted
+ * as late, like events after a close; if the write fails they are in the
+ * timeline, whose close is retried. */
 
 /* Provenance written into every document ("recorder"). Strings are copied. */
 struct tl_recorder {

@@ -1513,6 +1513,170 @@ START_TEST(test_meta_recorded_only_when_changed)
 }
 END_TEST
 
+/* ---- journals of earlier builds ---- */
+
+static void copy_file(const char *from, size_t skip, const char *to)
+{
+	size_t len;
+	char *data = read_all(from, &len);
+	FILE *fp = fopen(to, "we");
+
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_ge(len, skip);
+	ck_assert_uint_eq(fwrite(data + skip, 1, len - skip, fp), len - skip);
+	ck_assert_int_eq(fclose(fp), 0);
+	free(data);
+}
+
+static struct json_object *gz_json(const char *path)
+{
+	gzFile gz = gzopen(path, "rb");
+	struct tl_buf b;
+	char buf[65536];
+	int n;
+	struct json_object *o;
+
+	ck_assert_ptr_nonnull(gz);
+	tl_buf_init(&b, 0);
+	while ((n = gzread(gz, buf, sizeof(buf))) > 0)
+		tl_buf_add(&b, buf, (size_t)n);
+	ck_assert_int_eq(n, 0);
+	gzclose(gz);
+	ck_assert_int_eq(b.err, 0);
+	o = json_tokener_parse(b.p);
+	ck_assert_ptr_nonnull(o);
+	tl_buf_free(&b);
+	return o;
+}
+
+/* The document as recorded, without what differs from one start to the
+ * next: the gap of the start itself and when recording began. */
+static void drop_start(struct json_object *doc)
+{
+	struct json_object *rec = jget(doc, "recorder"), *gaps = jget(doc, "recorder.gaps");
+
+	ck_assert_ptr_nonnull(gaps);
+	ck_assert_uint_ge(json_object_array_length(gaps), 1);
+	json_object_array_del_idx(gaps, json_object_array_length(gaps) - 1, 1);
+	json_object_object_del(rec, "recordingSince");
+	json_object_object_del(rec, "agentVersion");
+	json_object_object_del(rec, "node");
+	json_object_object_del(rec, "kernel");
+	json_object_object_del(rec, "probes");
+	json_object_object_del(rec, "configDigest");
+	for (size_t i = 0; i < json_object_array_length(gaps); i++) {
+		/* earlier starts' gaps end at their recordingSince: now-ish */
+		json_object_object_del(json_object_array_get_idx(gaps, i), "from");
+		json_object_object_del(json_object_array_get_idx(gaps, i), "to");
+	}
+}
+
+/* Journals written by earlier builds (tests/timeline/compat/, made by
+ * compat-journal.c) replay to the documents those builds served: every
+ * frame type a live agent writes, a compaction's R and T frames, a G
+ * frame. A change of the journal format that breaks an upgrading agent's
+ * journals fails here. */
+START_TEST(test_journal_compat)
+{
+	static const struct {
+		const char *name, *uid, *ns, *pod;
+	} cases[] = {
+		{ "compat-08e45ab", "c0c0c0c0-0000-4000-8000-00000000c0c0", "shop", "compat-renamed" },
+		{ "compat-08e45ab-gone", "c1c1c1c1-0000-4000-8000-00000000c1c1", "_unknown",
+		  "c1c1c1c1-0000-4000-8000-00000000c1c1" },
+	};
+	const char *src = getenv("TERMLINE_SOURCE_ROOT");
+
+	ck_assert_ptr_nonnull(src);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char from[PATH_MAX], to[PATH_MAX];
+		struct json_object *want, *got;
+		struct fx f;
+
+		fx_prepare(&f, 3600, 0);
+		f.cfg.findings_helper = "";
+		PATHF(to, "%s/journal", f.dir);
+		ck_assert_int_eq(mkdir(to, 0755), 0);
+		PATHF(from, "%s/tests/timeline/compat/%s.tlj", src, cases[i].name);
+		PATHF(to, "%s/journal/%s.tlj", f.dir, cases[i].uid);
+		copy_file(from, 0, to);
+		fx_store(&f);
+		ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
+		got = get_doc(f.t, cases[i].ns, cases[i].pod, cases[i].uid);
+		PATHF(from, "%s/tests/timeline/compat/%s.json.gz", src, cases[i].name);
+		want = gz_json(from);
+		drop_start(got);
+		drop_start(want);
+		ck_assert_msg(json_object_equal(got, want), "%s: the replayed document differs",
+			      cases[i].name);
+		json_object_put(got);
+		json_object_put(want);
+		fx_done(&f);
+	}
+}
+END_TEST
+
+/* Every seed of the journal fuzzer's corpus (corpus-journal/: its first
+ * byte picks the format) replays in a starting store, which then lists
+ * and serves what it replayed. */
+START_TEST(test_journal_corpus_replays)
+{
+	const char *src = getenv("TERMLINE_SOURCE_ROOT");
+	char dir[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int seeds = 0;
+
+	ck_assert_ptr_nonnull(src);
+	PATHF(dir, "%s/tests/timeline/corpus-journal", src);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d))) {
+		char from[PATH_MAX], to[PATH_MAX];
+		struct json_object *list, *arr;
+		uint8_t first;
+		FILE *fp;
+		struct fx f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		PATHF(from, "%s/%s", dir, de->d_name);
+		fp = fopen(from, "re");
+		ck_assert_ptr_nonnull(fp);
+		ck_assert_uint_eq(fread(&first, 1, 1, fp), 1);
+		fclose(fp);
+		fx_prepare(&f, 3600, 64);
+		f.cfg.findings_helper = "";
+		PATHF(to, "%s/journal", f.dir);
+		ck_assert_int_eq(mkdir(to, 0755), 0);
+		PATHF(to, "%s/journal/%s%s", f.dir, UID_A, first & 1 ? ".jsonl" : ".tlj");
+		copy_file(from, 1, to);
+		fx_store(&f);
+		ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+		arr = jget(list, "timelines");
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			struct json_object *e = json_object_array_get_idx(arr, i);
+			struct json_object *ns = jget(e, "namespace"), *name = jget(e, "name"), *o;
+			char *doc = NULL;
+			size_t len;
+
+			ck_assert_int_eq(tl_timelines_get(f.t, ns ? json_object_get_string(ns) : "_unknown",
+							  name ? json_object_get_string(name) : UID_A,
+							  NULL, &doc, &len), 0);
+			o = json_tokener_parse(doc);
+			ck_assert_ptr_nonnull(o);
+			json_object_put(o);
+			free(doc);
+		}
+		json_object_put(list);
+		fx_done(&f);
+		seeds++;
+	}
+	closedir(d);
+	ck_assert_int_ge(seeds, 6);
+}
+END_TEST
+
 /* A journal written by the previous agent (JSON lines) replays after the
  * upgrade, is rewritten in the binary form and the old file goes. */
 START_TEST(test_legacy_journal_upgrade)
@@ -1897,6 +2061,8 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_unknown_pod_file_name);
 	tcase_add_test(tc, test_journal_replay_after_kill);
 	tcase_add_test(tc, test_legacy_journal_upgrade);
+	tcase_add_test(tc, test_journal_compat);
+	tcase_add_test(tc, test_journal_corpus_replays);
 	tcase_add_test(tc, test_long_pod_name_written);
 	tcase_add_test(tc, test_dot_names_kept);
 	tcase_add_test(tc, test_retention_nothing_closed);
