@@ -46,8 +46,8 @@ struct close_job {
 	size_t spare_cap[CLOSE_INFLIGHT_MAX];
 	unsigned n_spare;
 	uint64_t bytes;
-	size_t findings;
-	int64_t failed;
+	bool summarized;
+	struct tl_findings_summary summary;
 	/* termline-findings, run on the written temp file: -1 when none. */
 	pid_t pid;
 	int pid_fd, out_fd;
@@ -173,7 +173,8 @@ static int commit(struct close_job *j)
  * posix_spawn: no copy of this process's page tables, unlike fork) reads
  * it, writes the document with its findings in place atomically (temp,
  * fsync, rename, fsync of the directory: those syncs leave the loop too),
- * removes the temp file and prints how many findings it wrote. Its exit
+ * removes the temp file and writes the findings' summary, a typed record
+ * (findings-summary.h), on its stdout. Its exit
  * reaches the loop through a pidfd. If it cannot run or fails, the temp
  * file is committed as it is: a valid document with no findings. */
 
@@ -218,35 +219,12 @@ static int helper_start(struct close_job *j)
 	return 0;
 }
 
-/* "N F\n": findings and failed requests. */
-static bool helper_output(struct close_job *j, char *out)
-{
-	unsigned long long count, failed;
-	char *end, *p;
-
-	errno = 0;
-	count = strtoull(out, &end, 10);
-	if (errno || end == out)
-		return false;
-	if (*end == ' ') {
-		p = end + 1;
-		failed = strtoull(p, &end, 10);
-		if (errno || end == p)
-			return false;
-		j->failed = (int64_t)failed;
-	}
-	if (*end != '\n' && *end != '\0')
-		return false;
-	j->findings = (size_t)count;
-	return true;
-}
-
 /* > 0 while the helper runs, 0 once the document is in place, -errno. */
 static int helper_poll(struct close_job *j)
 {
 	const struct close_ctx *ctx = j->ctx;
 	siginfo_t si;
-	char out[32];
+	uint8_t out[TL_FINDINGS_SUMMARY_MAX + 1];
 	ssize_t n = -1;
 	struct stat st;
 	bool ok;
@@ -266,15 +244,15 @@ static int helper_poll(struct close_job *j)
 		j->pid_fd = -1;
 	}
 	if (j->out_fd >= 0) {
-		n = read(j->out_fd, out, sizeof(out) - 1);
+		/* the whole record or nothing: it is written before the exit */
+		do
+			n = read(j->out_fd, out, sizeof(out));
+		while (n < 0 && errno == EINTR);
 		close(j->out_fd);
 		j->out_fd = -1;
 	}
-	ok = si.si_code == CLD_EXITED && si.si_status == 0 && n > 0;
-	if (ok) {
-		out[n] = '\0';
-		ok = helper_output(j, out);
-	}
+	ok = si.si_code == CLD_EXITED && si.si_status == 0 && n > 0 &&
+	     tl_findings_summary_decode(out, (size_t)n, &j->summary) == 0;
 	if (ok && stat(j->path, &st) == 0) {
 		/* The helper unlinked the temp file: this last descriptor frees
 		 * its pages, on the worker. */
@@ -283,9 +261,9 @@ static int helper_poll(struct close_job *j)
 		j->fd = -1;
 		j->tmp[0] = '\0'; /* removed by the helper */
 		j->bytes = (uint64_t)st.st_size;
+		j->summarized = true;
 		return 0;
 	}
-	j->failed = -1;
 	tl_warn("timeline %s: %s failed (%s %d): its document is written without findings",
 		j->snap.uid, ctx->findings_helper, si.si_code == CLD_EXITED ? "exit" : "signal",
 		si.si_status);
@@ -464,8 +442,8 @@ static void job_finish(struct close_job *j, int err)
 		.path = j->path,
 		.bytes = j->bytes,
 		.snap = &j->snap,
-		.findings = j->findings,
-		.failed = j->failed,
+		.summarized = j->summarized,
+		.summary = j->summary,
 	};
 
 	tl_timer_free(j->timer); /* allowed inside its own callback */
@@ -503,7 +481,6 @@ int close_start(const struct close_ctx *ctx, const struct tl_state *s, const cha
 	j->done = done;
 	j->ud = ud;
 	j->fd = -1;
-	j->failed = -1;
 	j->pid = -1;
 	j->pid_fd = -1;
 	j->out_fd = -1;

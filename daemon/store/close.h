@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "document.h"
+#include "findings-summary.h"
 #include "state.h"
 
 struct tl_loop;
@@ -35,8 +36,8 @@ struct close_result {
 	const char *path;
 	uint64_t bytes;
 	const struct tl_state *snap; /* what the document holds */
-	size_t findings;             /* as termline-findings counted them */
-	int64_t failed;              /* failed requests it counted; -1: it did not run */
+	bool summarized;             /* termline-findings wrote the findings: */
+	struct tl_findings_summary summary; /* ... what they come to */
 };
 
 struct close_job;

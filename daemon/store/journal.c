@@ -417,10 +417,9 @@ int tl_journal_remove(struct tl_journal *j)
 	return r;
 }
 
-int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb, void *userdata,
-		      uint64_t *ret_bad)
+int tl_journal_read(const char *path, uint64_t max, tl_journal_frame_cb cb, void *userdata,
+		    uint64_t *ret_bad)
 {
-	char path[PATH_MAX];
 	uint8_t *data = NULL;
 	uint64_t bad = 0;
 	struct stat st;
@@ -428,9 +427,6 @@ int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb,
 	ssize_t n;
 	int fd, r = 0;
 
-	r = journal_path(dir, name, TL_JOURNAL_EXT, path, sizeof(path));
-	if (r < 0)
-		return r;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -438,8 +434,10 @@ int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb,
 		r = -errno;
 		goto out;
 	}
-	/* Compaction keeps a journal near the size of its timeline's state
-	 * (a few MB at the event cap): reading it whole is bounded. */
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		r = -EFBIG;
+		goto out;
+	}
 	size = (size_t)st.st_size;
 	data = malloc(size ? size : 1);
 	if (!data) {
@@ -462,7 +460,7 @@ int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb,
 
 		if (len > TL_JOURNAL_FRAME_MAX || pos + 8 + len > size)
 			break;
-		if ((uint32_t)crc32(0L, data + pos + 8, len) != crc) {
+		if (tl_journal_crc(data + pos + 8, len) != crc) {
 			bad++;
 		} else {
 			r = cb(userdata, data + pos + 8, len);
@@ -480,6 +478,17 @@ out:
 	if (r == 0 && ret_bad)
 		*ret_bad = bad;
 	return r;
+}
+
+int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb, void *userdata,
+		      uint64_t *ret_bad)
+{
+	char path[PATH_MAX];
+	int r = journal_path(dir, name, TL_JOURNAL_EXT, path, sizeof(path));
+
+	/* Compaction keeps a journal near the size of its timeline's state
+	 * (a few MB at the event cap): reading it whole is bounded. */
+	return r < 0 ? r : tl_journal_read(path, UINT64_MAX, cb, userdata, ret_bad);
 }
 
 /* ---- the previous format ---- */

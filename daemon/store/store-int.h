@@ -65,7 +65,7 @@ struct store_metrics {
 
 struct tl_timelines {
 	struct tl_loop *loop;
-	char *timelines_dir, *journal_dir;
+	char *timelines_dir, *journal_dir, *closed_cache;
 	uint32_t linger_s, max_events, retention_hours, fsync_ms, close_wait_ms, max_open;
 	uint64_t retention_bytes;
 	void (*before_close)(void *ud, const char *uid);

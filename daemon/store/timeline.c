@@ -284,6 +284,7 @@ static void close_done(void *ud, const struct close_result *res)
 	struct timeline *tl = ud;
 	const struct tl_state *snap = res->snap;
 	const char *ns = state_ns(snap), *name = state_name(snap);
+	struct stat st;
 	struct closed c = {
 		.ns = tl_export_name_ok(ns) ? (char *)ns : NULL,
 		.name = tl_export_name_ok(name) ? (char *)name : NULL,
@@ -292,9 +293,9 @@ static void close_done(void *ud, const struct close_result *res)
 		.mtime_ns = tl_now_real_ns(),
 		.started_ns = state_started(snap),
 		.events = snap->n,
-		.findings = res->findings,
+		.findings = res->summarized ? res->summary.findings : 0,
 		.deletion_ns = snap->deletion_ns,
-		.failed = res->failed,
+		.failed = res->summarized ? (int64_t)res->summary.failed_requests : -1,
 		.complete = state_complete(snap),
 	};
 	int r = res->err;
@@ -304,6 +305,12 @@ static void close_done(void *ud, const struct close_result *res)
 	if (snap->meta && snap->meta->owner_kind[0]) {
 		c.owner_kind = snap->meta->owner_kind;
 		c.owner_name = snap->meta->owner_name;
+	}
+	/* the file's own size and time: the closed index's cache is checked
+	 * against them at the next start */
+	if (r == 0 && stat(res->path, &st) == 0) {
+		c.bytes = (uint64_t)st.st_size;
+		c.mtime_ns = (int64_t)st.st_mtim.tv_sec * STORE_NS_PER_S + st.st_mtim.tv_nsec;
 	}
 	if (r == 0)
 		r = closed_add(&tl->store->closed, &c);
@@ -582,7 +589,11 @@ static int dirs_init(struct tl_timelines *t, const char *state_dir)
 	if (r < 0)
 		return r;
 	t->journal_dir = strdup(buf);
-	if (!t->timelines_dir || !t->journal_dir)
+	r = join_path(buf, sizeof(buf), state_dir, "closed.idx");
+	if (r < 0)
+		return r;
+	t->closed_cache = strdup(buf);
+	if (!t->timelines_dir || !t->journal_dir || !t->closed_cache)
 		return -ENOMEM;
 	r = mkdir_p(t->timelines_dir);
 	return r < 0 ? r : mkdir_p(t->journal_dir);
@@ -616,6 +627,7 @@ int tl_timelines_new(const struct tl_timelines_config *cfg, struct tl_loop *loop
 	r = r ?: recorder_init(&t->rec, &cfg->recorder);
 	r = r ?: tl_jpool_new(cfg->journal_fds ? cfg->journal_fds : STORE_JOURNAL_FDS, &t->jpool);
 	r = r ?: dirs_init(t, cfg->state_dir);
+	r = r ?: closed_init(&t->closed, t->timelines_dir, t->closed_cache, t->m.disk_errors);
 	r = r ?: tl_loop_add_timer(loop, 0, 0, flush_cb, t, &t->flush_timer);
 	r = r ?: tl_fsworker_new(loop, &t->fsw);
 	if (r < 0)
@@ -630,7 +642,7 @@ int tl_timelines_new(const struct tl_timelines_config *cfg, struct tl_loop *loop
 		.disk_errors = t->m.disk_errors,
 	};
 	tl_metric_put(t->m.open, 0);
-	closed_scan(&t->closed, t->timelines_dir);
+	closed_scan(&t->closed);
 	r = replay_scan(t->journal_dir, replay_one, t);
 	r = r ?: tl_loop_add_timer(loop, t->fsync_ms, t->fsync_ms, fsync_cb, t, &t->fsync_timer);
 	r = r ?: tl_loop_add_timer(loop, STORE_RETENTION_PERIOD_MS, STORE_RETENTION_PERIOD_MS,
@@ -692,6 +704,7 @@ void tl_timelines_free(struct tl_timelines *t)
 	recorder_free(&t->rec);
 	free(t->timelines_dir);
 	free(t->journal_dir);
+	free(t->closed_cache);
 	free(t->findings_helper);
 	free(t);
 }

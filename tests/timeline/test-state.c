@@ -14,6 +14,8 @@
 
 #include "clock.h"
 #include "document.h"
+#include "findings.h"
+#include "findings-summary.h"
 #include "frames.h"
 #include "journal.h"
 #include "replay.h"
@@ -276,7 +278,13 @@ START_TEST(test_frames_round_trip)
 	frame_agg(&f, &agg);
 	decode_ok(f.b, f.n, &r);
 	ck_assert_int_eq(r.type, FRAME_AGG);
-	ck_assert_mem_eq(&r.agg, &agg, sizeof(agg));
+	ck_assert_int_eq(r.agg.bucket_ns, agg.bucket_ns);
+	ck_assert_int_eq(r.agg.interval_ms, agg.interval_ms);
+	ck_assert_uint_eq(r.agg.count, agg.count);
+	ck_assert_uint_eq(r.agg.failed, agg.failed);
+	ck_assert_uint_eq(r.agg.ctr, agg.ctr);
+	ck_assert_uint_eq(r.agg.source, agg.source);
+	ck_assert_uint_eq(r.agg.kind, agg.kind);
 
 	frame_agg_set(&f, 9, &agg);
 	decode_ok(f.b, f.n, &r);
@@ -461,6 +469,95 @@ START_TEST(test_state_frames_replay_to_the_same_document)
 }
 END_TEST
 
+/* ---- the findings' summary, as termline-findings hands it over ---- */
+
+/* The record round-trips; one cut at any byte, grown by one, or of
+ * another magic or version is refused whole. */
+START_TEST(test_findings_summary_record)
+{
+	struct tl_findings_summary s = { .findings = 3, .failed_requests = 1ull << 40, .n_rules = 8 },
+				   back;
+	uint8_t buf[TL_FINDINGS_SUMMARY_MAX + 1];
+	size_t n;
+
+	s.rule[0].findings = 2;
+	s.rule[0].failed_requests = 7;
+	s.rule[7].findings = 1;
+	s.rule[7].failed_requests = 1ull << 33;
+	n = tl_findings_summary_encode(&s, buf);
+	ck_assert_uint_eq(n, 20 + 8 * 12);
+	ck_assert_int_eq(tl_findings_summary_decode(buf, n, &back), 0);
+	ck_assert_uint_eq(back.findings, 3);
+	ck_assert_uint_eq(back.failed_requests, 1ull << 40);
+	ck_assert_uint_eq(back.n_rules, 8);
+	ck_assert_uint_eq(back.rule[0].failed_requests, 7);
+	ck_assert_uint_eq(back.rule[7].failed_requests, 1ull << 33);
+	for (size_t cut = 0; cut < n; cut++)
+		ck_assert_int_eq(tl_findings_summary_decode(buf, cut, &back), -EBADMSG);
+	buf[n] = 0;
+	ck_assert_int_eq(tl_findings_summary_decode(buf, n + 1, &back), -EBADMSG);
+	buf[4] = 2;
+	ck_assert_int_eq(tl_findings_summary_decode(buf, n, &back), -EBADMSG);
+	buf[4] = 1;
+	buf[0] = 'X';
+	ck_assert_int_eq(tl_findings_summary_decode(buf, n, &back), -EBADMSG);
+}
+END_TEST
+
+/* The summary of a document's findings: per rule, the findings and the
+ * failed requests they count; the document's failed requests by the one
+ * rule (a request on its socket and in the log counts once). */
+START_TEST(test_findings_summary_of_document)
+{
+	const char *doc_text =
+		"{\"events\":["
+		"{\"time\":\"2026-11-19T10:00:00Z\",\"source\":\"kernel\",\"type\":\"http.request\","
+		"\"container\":\"app\",\"requestId\":\"r1\",\"method\":\"GET\",\"path\":\"/\","
+		"\"status\":503,\"start\":\"2026-11-19T10:00:00Z\",\"durationMs\":1,"
+		"\"direction\":\"inbound\"},"
+		"{\"time\":\"2026-11-19T10:00:00.5Z\",\"source\":\"log\",\"type\":\"http.request\","
+		"\"container\":\"istio-proxy\",\"requestId\":\"r1\",\"method\":\"GET\",\"path\":\"/\","
+		"\"status\":503,\"start\":\"2026-11-19T10:00:00Z\",\"durationMs\":1,"
+		"\"direction\":\"inbound\"},"
+		"{\"time\":\"2026-11-19T10:00:01Z\",\"source\":\"kernel\",\"type\":\"http.request\","
+		"\"container\":\"app\",\"requestId\":\"r2\",\"method\":\"GET\",\"path\":\"/\","
+		"\"status\":200,\"start\":\"2026-11-19T10:00:01Z\",\"durationMs\":1,"
+		"\"direction\":\"inbound\"}],"
+		"\"complete\":true}";
+	struct json_object *doc = json_tokener_parse(doc_text), *findings;
+	struct tl_findings_summary s;
+	struct tl_model m;
+	uint64_t failed = 99;
+
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_int_eq(tl_findings_failed_requests(doc, &failed), 0);
+	ck_assert_uint_eq(failed, 1);
+	findings = json_tokener_parse(
+		"[{\"rule\":\"resets_during_drain\",\"numbers\":{\"failedRequests\":4}},"
+		"{\"rule\":\"resets_during_drain\",\"numbers\":{\"failedRequests\":2}},"
+		"{\"rule\":\"sigterm_ignored\",\"numbers\":{}},{\"rule\":\"no_such_rule\"}]");
+	ck_assert_ptr_nonnull(findings);
+	ck_assert_int_eq(tl_model_build(doc, &m), 0);
+	ck_assert_int_eq(tl_findings_summarize(findings, &m, &s), 0);
+	tl_model_done(&m);
+	ck_assert_uint_eq(s.findings, 4);
+	ck_assert_uint_eq(s.failed_requests, 1);
+	for (unsigned i = 0; i < s.n_rules; i++) {
+		if (strcmp(TL_FINDING_RULES[i], "resets_during_drain") == 0) {
+			ck_assert_uint_eq(s.rule[i].findings, 2);
+			ck_assert_uint_eq(s.rule[i].failed_requests, 6);
+		} else if (strcmp(TL_FINDING_RULES[i], "sigterm_ignored") == 0) {
+			ck_assert_uint_eq(s.rule[i].findings, 1);
+			ck_assert_uint_eq(s.rule[i].failed_requests, 0);
+		} else {
+			ck_assert_uint_eq(s.rule[i].findings, 0);
+		}
+	}
+	json_object_put(findings);
+	json_object_put(doc);
+}
+END_TEST
+
 static Suite *state_suite(void)
 {
 	Suite *s = suite_create("store-state");
@@ -476,6 +573,10 @@ static Suite *state_suite(void)
 	tcase_add_test(tc, test_frame_meta_round_trip);
 	tcase_add_test(tc, test_frames_cut_and_damaged);
 	tcase_add_test(tc, test_state_frames_replay_to_the_same_document);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("findings-summary");
+	tcase_add_test(tc, test_findings_summary_record);
+	tcase_add_test(tc, test_findings_summary_of_document);
 	suite_add_tcase(s, tc);
 	return s;
 }

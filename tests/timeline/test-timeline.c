@@ -153,6 +153,25 @@ static void validate_doc(struct fx *f, struct json_object *doc, const char *name
 	ck_assert_int_eq(scn_validate(dir), 0);
 }
 
+static char *read_all(const char *path, size_t *ret_len)
+{
+	FILE *fp = fopen(path, "re");
+	char *buf;
+	long n;
+
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_int_eq(fseek(fp, 0, SEEK_END), 0);
+	n = ftell(fp);
+	ck_assert_int_gt(n, 0);
+	rewind(fp);
+	buf = malloc((size_t)n);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	*ret_len = (size_t)n;
+	return buf;
+}
+
 static bool file_exists(const char *path)
 {
 	struct stat st;
@@ -577,6 +596,90 @@ START_TEST(test_closed_document_has_findings)
 	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
 	ck_assert_int_eq(jint(list, "timelines.0.findings"), n);
 	json_object_put(list);
+	fx_done(&f);
+}
+END_TEST
+
+/* What a list says of a closed document (owner, deletion, events,
+ * findings, failed requests, complete) is kept beside it in
+ * STATE/closed.idx: a restart lists it without reading the document again,
+ * and reads a document the cache does not describe (changed since, or
+ * written by an agent before the cache). */
+START_TEST(test_closed_summary_kept_beside_document)
+{
+	struct fx f;
+	char path[PATH_MAX], jpath[PATH_MAX], cache[PATH_MAX];
+	struct wait_file w = { path, jpath };
+	struct json_object *list, *want;
+	struct timespec times[2];
+	struct stat st;
+	size_t len;
+	char *text, *orig;
+	FILE *fp;
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+
+	fx_init(&f, 0, 0);
+	set_meta(f.t, "shop", "web-kept", UID_A);
+	ck_assert_int_eq(scn_termination(f.t, UID_A, t0, true), 14);
+	PATHF(path, "%s/timelines/shop/web-kept_%s.json", f.dir, UID_A);
+	PATHF(jpath, "%s/journal/%s.tlj", f.dir, UID_A);
+	PATHF(cache, "%s/closed.idx", f.dir);
+	ck_assert(scn_run_until(f.loop, file_appears, &w));
+	ck_assert(scn_run_until(f.loop, none_open, f.t));
+	ck_assert(file_exists(cache));
+	ck_assert_int_eq(tl_timelines_list_filtered(f.t, &(struct tl_list_filter){ .detail = true },
+						    &want), 0);
+	ck_assert_int_eq(jint(want, "timelines.0.failedRequests"), 1);
+	ck_assert_int_ge(jint(want, "timelines.0.findings"), 1);
+	tl_timelines_free(f.t);
+
+	/* The document's bytes replaced by others of the same size and
+	 * time: what the list says comes from the cache, not from them. */
+	orig = read_all(path, &len);
+	text = malloc(len);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(stat(path, &st), 0);
+	memset(text, ' ', len);
+	fp = fopen(path, "we");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(text, 1, len, fp), len);
+	ck_assert_int_eq(fclose(fp), 0);
+	times[0] = st.st_atim;
+	times[1] = st.st_mtim;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+	fx_store(&f);
+	ck_assert_int_eq(tl_timelines_list_filtered(f.t, &(struct tl_list_filter){ .detail = true },
+						    &list), 0);
+	ck_assert_msg(json_object_equal(list, want), "%s", json_object_to_json_string(list));
+	json_object_put(list);
+	tl_timelines_free(f.t);
+
+	/* Its time changed: read again (a blank file is no document). */
+	times[1].tv_sec -= 10;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+	fx_store(&f);
+	ck_assert_int_eq(tl_timelines_list_filtered(f.t, &(struct tl_list_filter){ .detail = true },
+						    &list), 0);
+	ck_assert_uint_eq(jlen(list, "timelines"), 0); /* no uid: not listed */
+	json_object_put(list);
+	tl_timelines_free(f.t);
+
+	/* The document back and the cache gone (an agent before it): the
+	 * documents are read, and the cache written again. */
+	fp = fopen(path, "we");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(orig, 1, len, fp), len);
+	ck_assert_int_eq(fclose(fp), 0);
+	ck_assert_int_eq(unlink(cache), 0);
+	fx_store(&f);
+	ck_assert(file_exists(cache));
+	ck_assert_int_eq(tl_timelines_list_filtered(f.t, &(struct tl_list_filter){ .detail = true },
+						    &list), 0);
+	ck_assert_msg(json_object_equal(list, want), "%s", json_object_to_json_string(list));
+	json_object_put(list);
+	free(text);
+	free(orig);
+	json_object_put(want);
 	fx_done(&f);
 }
 END_TEST
@@ -1170,25 +1273,6 @@ static bool ticked(void *ud)
 	struct ticker *k = ud;
 
 	return k->ticks >= k->until;
-}
-
-static char *read_all(const char *path, size_t *ret_len)
-{
-	FILE *fp = fopen(path, "re");
-	char *buf;
-	long n;
-
-	ck_assert_ptr_nonnull(fp);
-	ck_assert_int_eq(fseek(fp, 0, SEEK_END), 0);
-	n = ftell(fp);
-	ck_assert_int_gt(n, 0);
-	rewind(fp);
-	buf = malloc((size_t)n);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
-	fclose(fp);
-	*ret_len = (size_t)n;
-	return buf;
 }
 
 /* The commit (fdatasync, rename, directory fsync) runs on the store's
@@ -2088,6 +2172,7 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_shutdown_waits_for_writer);
 	tcase_add_test(tc, test_closed_document_has_findings);
 	tcase_add_test(tc, test_closed_without_helper);
+	tcase_add_test(tc, test_closed_summary_kept_beside_document);
 	tcase_add_test(tc, test_commit_off_loop_failure_reported);
 	suite_add_tcase(s, tc);
 	return s;
