@@ -373,26 +373,27 @@ static void emit_wait(struct tl_drain_agent *d, const struct waiter *w, const ch
 	struct tl_event ev;
 
 	if (!d->cfg.emit.emit ||
-	    tl_event_init(&ev, TL_SRC_API, outcome ? "drain.wait_ended" : "drain.wait_started",
-			  outcome ? now_ns : w->started_ns) < 0)
+	    tl_event_init_kind(&ev, outcome ? TL_KIND_DRAIN_WAIT_ENDED : TL_KIND_DRAIN_WAIT_STARTED,
+			       TL_SRC_API, outcome ? now_ns : w->started_ns) < 0)
 		return;
 	memcpy(ev.pod_uid, w->uid, strlen(w->uid) + 1);
 	if (!outcome) {
-		tl_event_set_int(&ev, "quietMs", w->quiet_ms);
-		tl_event_set_int(&ev, "timeoutMs", w->timeout_ms);
+		tl_event_set_i(&ev, TL_F_DRAIN_QUIET_MS, w->quiet_ms);
+		tl_event_set_i(&ev, TL_F_DRAIN_TIMEOUT_MS, w->timeout_ms);
 	} else {
 		int64_t traffic = st->last_connection_ns > st->last_request_ns ? st->last_connection_ns
 									       : st->last_request_ns;
+		const char *by = held_by(st, v);
 
-		tl_event_set_str(&ev, "outcome", outcome);
-		tl_event_set_str(&ev, "heldBy", held_by(st, v));
-		tl_event_set_int(&ev, "heldMs", (now_ns - w->started_ns) / 1000000);
-		tl_event_set_int(&ev, "connections", (int64_t)st->connections);
-		tl_event_set_int(&ev, "requests", (int64_t)st->requests);
+		tl_event_set_s(&ev, TL_F_DRAIN_OUTCOME, outcome, strlen(outcome));
+		tl_event_set_s(&ev, TL_F_DRAIN_HELD_BY, by, strlen(by));
+		tl_event_set_i(&ev, TL_F_DRAIN_HELD_MS, (now_ns - w->started_ns) / 1000000);
+		tl_event_set_i(&ev, TL_F_DRAIN_CONNECTIONS, (int64_t)st->connections);
+		tl_event_set_i(&ev, TL_F_DRAIN_REQUESTS, (int64_t)st->requests);
 		if (v->out_of_rotation_ns)
-			tl_event_set_int(&ev, "outOfRotation", v->out_of_rotation_ns);
+			tl_event_set_i(&ev, TL_F_DRAIN_OUT_OF_ROTATION, v->out_of_rotation_ns);
 		if (traffic)
-			tl_event_set_int(&ev, "lastTraffic", traffic);
+			tl_event_set_i(&ev, TL_F_DRAIN_LAST_TRAFFIC, traffic);
 	}
 	tl_emit(&d->cfg.emit, &ev);
 }

@@ -3,6 +3,7 @@
  * LEB128 varints, signed ones zigzag-encoded first; container indexes and
  * container string ids are written +1 (0 = none). */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <json-c/json.h>
 
@@ -128,21 +129,56 @@ void frame_string(struct tl_buf *out, const char *s, size_t len)
 	tl_buf_add(out, s, len);
 }
 
-/* The metadata's JSON through its one encoder (pod-meta.c), read back by
- * tl_pod_meta_from_json(). */
-int frame_meta(struct tl_buf *out, const struct tl_pod_meta *meta)
+static void buf_u(struct tl_buf *out, uint64_t v)
 {
-	struct json_object *o = tl_pod_meta_to_json(meta);
-	size_t n;
-	const char *s = o ? json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN |
-							       JSON_C_TO_STRING_NOSLASHESCAPE, &n) : NULL;
+	uint8_t b[10];
 
-	if (s) {
-		tl_buf_addc(out, FRAME_META);
-		tl_buf_add(out, s, n);
+	tl_buf_add(out, b, tl_varint_put(b, v));
+}
+
+static void buf_str(struct tl_buf *out, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	buf_u(out, n);
+	tl_buf_add(out, s, n);
+}
+
+/* M, typed (version 1): the metadata's fields in the order of struct
+ * tl_pod_meta; pod.istio, an open-ended object, as its JSON text. */
+int frame_meta(struct tl_buf *out, const struct tl_pod_meta *m)
+{
+	const char *istio = NULL;
+
+	if (m->istio) {
+		istio = json_object_to_json_string_ext(m->istio, JSON_C_TO_STRING_PLAIN |
+							     JSON_C_TO_STRING_NOSLASHESCAPE);
+		if (!istio)
+			return -ENOMEM;
 	}
-	json_object_put(o);
-	return s ? out->err : -ENOMEM;
+	tl_buf_addc(out, FRAME_META);
+	tl_buf_addc(out, FRAME_META_TYPED);
+	buf_str(out, m->ns);
+	buf_str(out, m->name);
+	buf_str(out, m->uid);
+	buf_str(out, m->node);
+	buf_str(out, m->ip);
+	buf_str(out, m->owner_kind);
+	buf_str(out, m->owner_name);
+	buf_u(out, tl_zigzag(m->grace_s));
+	buf_str(out, istio);
+	buf_u(out, m->containers_dropped);
+	buf_u(out, m->n_containers);
+	for (uint32_t i = 0; i < m->n_containers; i++) {
+		const struct tl_pod_container *c = &m->containers[i];
+
+		buf_str(out, c->name);
+		buf_str(out, c->container_id);
+		buf_u(out, c->cgroup_id);
+		tl_buf_addc(out, (char)c->role);
+		tl_buf_addc(out, (char)c->prestop);
+	}
+	return out->err;
 }
 
 static void add_frame(struct tl_buf *out, const struct frame *f)
@@ -259,18 +295,125 @@ static uint32_t get_sid(struct rd *r)
 	return v ? (uint32_t)(v - 1) : UINT32_MAX;
 }
 
+/* A string of a typed M into dst (size bytes): one that does not fit is
+ * dropped (""), as the JSON decoder drops it: the record is input. */
+static void get_str(struct rd *r, char *dst, size_t size)
+{
+	uint64_t n = get_u(r);
+
+	dst[0] = '\0';
+	if (r->bad || n > r->len - r->o) {
+		r->bad = true;
+		return;
+	}
+	if (n < size && !memchr(r->p + r->o, '\0', n)) {
+		memcpy(dst, r->p + r->o, n);
+		dst[n] = '\0';
+	}
+	r->o += n;
+}
+
+/* pod.istio of a typed M: an object, or absent (length 0). */
+static struct json_object *get_istio(struct rd *r)
+{
+	uint64_t n = get_u(r);
+	struct json_tokener *tok;
+	struct json_object *o = NULL;
+
+	if (r->bad || n > r->len - r->o || n > INT32_MAX) {
+		r->bad = true;
+		return NULL;
+	}
+	if (n && (tok = json_tokener_new())) {
+		o = json_tokener_parse_ex(tok, (const char *)r->p + r->o, (int)n);
+		if (o && (json_tokener_get_error(tok) != json_tokener_success ||
+			  !json_object_is_type(o, json_type_object))) {
+			json_object_put(o);
+			o = NULL;
+		}
+		json_tokener_free(tok);
+	}
+	r->o += n;
+	return o;
+}
+
+static int decode_typed_meta(const uint8_t *body, size_t len, const char *uid,
+			     struct frame_rec *ret)
+{
+	struct rd r = { .p = body, .len = len, .o = 2 };
+	struct tl_pod_meta *h = tl_pod_meta_new(0), *m = NULL;
+	uint64_t dropped, n;
+
+	if (!h)
+		return -ENOMEM;
+	get_str(&r, h->ns, sizeof(h->ns));
+	get_str(&r, h->name, sizeof(h->name));
+	get_str(&r, h->uid, sizeof(h->uid));
+	get_str(&r, h->node, sizeof(h->node));
+	get_str(&r, h->ip, sizeof(h->ip));
+	get_str(&r, h->owner_kind, sizeof(h->owner_kind));
+	get_str(&r, h->owner_name, sizeof(h->owner_name));
+	h->grace_s = get_i(&r);
+	h->istio = get_istio(&r);
+	dropped = get_u(&r);
+	n = get_u(&r);
+	/* the container count bounds the allocation */
+	if (!r.bad) {
+		m = tl_pod_meta_new(n > TL_POD_CONTAINERS_MAX ? TL_POD_CONTAINERS_MAX : (uint32_t)n);
+		if (!m) {
+			tl_pod_meta_unref(h);
+			return -ENOMEM;
+		}
+		memcpy(m, h, offsetof(struct tl_pod_meta, containers_dropped));
+		m->refs = 1;
+		h->istio = NULL; /* m's now */
+	}
+	tl_pod_meta_unref(h);
+	for (uint64_t i = 0; m && i < n && !r.bad; i++) {
+		struct tl_pod_container c;
+
+		get_str(&r, c.name, sizeof(c.name));
+		get_str(&r, c.container_id, sizeof(c.container_id));
+		c.cgroup_id = get_u(&r);
+		c.role = get_byte(&r);
+		c.prestop = get_byte(&r);
+		if (m->n_containers == m->cap_containers || !c.name[0] || c.role > TL_ROLE_INIT ||
+		    c.prestop > TL_PRESTOP_TCP_SOCKET)
+			dropped++;
+		else
+			m->containers[m->n_containers++] = c;
+	}
+	if (m && m->grace_s < -1)
+		m->grace_s = -1; /* unknown, as the JSON decoder reads it */
+	if (!m || r.bad || r.o != len) {
+		tl_pod_meta_unref(m);
+		return -EINVAL;
+	}
+	if (!m->uid[0])
+		TL_POD_META_SET(m->uid, uid);
+	/* both or neither (pod-meta.h) */
+	if (!m->owner_kind[0] || !m->owner_name[0])
+		m->owner_kind[0] = m->owner_name[0] = '\0';
+	m->containers_dropped = dropped > UINT32_MAX ? UINT32_MAX : (uint32_t)dropped;
+	ret->meta = m;
+	return 0;
+}
+
+/* M: typed, or the JSON text agents before it wrote (and the API model's
+ * JSON before that): one decoder reads both JSON forms. */
 static int decode_meta(const uint8_t *body, size_t len, const char *uid, struct frame_rec *ret)
 {
-	struct json_tokener *tok = json_tokener_new();
+	struct json_tokener *tok;
 	struct json_object *m;
 	int r;
 
+	if (len >= 2 && body[1] == FRAME_META_TYPED)
+		return decode_typed_meta(body, len, uid, ret);
+	tok = json_tokener_new();
 	if (!tok)
 		return -ENOMEM;
-	m = json_tokener_parse_ex(tok, (const char *)body, (int)len);
+	m = json_tokener_parse_ex(tok, (const char *)body + 1, (int)(len - 1));
 	json_tokener_free(tok);
-	/* this agent's records and the ones before the typed metadata
-	 * (the API model's JSON): one decoder reads both */
 	r = tl_pod_meta_from_json(m, uid, &ret->meta);
 	json_object_put(m);
 	return r;
@@ -338,7 +481,7 @@ int frame_decode(const uint8_t *body, size_t len, const char *uid, struct frame_
 			return -EINVAL;
 		break;
 	case FRAME_META:
-		return decode_meta(body + 1, len - 1, uid, ret);
+		return decode_meta(body, len, uid, ret);
 	case FRAME_LOSS:
 #define GET(field, key) ret->loss.field = get_u(&r);
 		STATE_LOSS_FIELDS(GET)

@@ -28,6 +28,10 @@ enum frame_type {
 	FRAME_TERM = 'T',    /* the budget's state (compaction) */
 };
 
+/* The byte after an M that says its fields follow typed ('{' starts the
+ * JSON text of agents before it). */
+#define FRAME_META_TYPED 1
+
 /* A body of bounded size being built (every type but S and M). */
 struct frame {
 	uint8_t b[TL_PAYLOAD_MAX + 64];

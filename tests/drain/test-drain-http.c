@@ -120,16 +120,16 @@ static void fact(struct fixture *f, const char *type, const char *slice, bool re
 	ck_assert_int_eq(tl_event_init(&ev, TL_SRC_API, type, tl_now_real_ns()), 0);
 	snprintf(ev.pod_uid, sizeof(ev.pod_uid), "%s", UID);
 	if (slice) {
-		tl_event_set_str(&ev, "service", "web");
-		tl_event_set_str(&ev, "endpointSlice", slice);
+		ck_assert_int_eq(tl_event_set_text(&ev, TL_F_EP_SERVICE, "web"), 0);
+		ck_assert_int_eq(tl_event_set_text(&ev, TL_F_EP_SLICE, slice), 0);
 	}
 	if (strcmp(type, "endpoint.condition") == 0) {
-		tl_event_set_bool(&ev, "ready", ready);
-		tl_event_set_bool(&ev, "serving", serving);
-		tl_event_set_bool(&ev, "terminating", terminating);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_EP_READY, ready), 0);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_EP_SERVING, serving), 0);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_EP_TERMINATING, terminating), 0);
 	}
 	if (strcmp(type, "pod.deletion_requested") == 0)
-		tl_event_set_int(&ev, "gracePeriodSeconds", 30);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_DELREQ_GRACE, 30), 0);
 	tl_drain_agent_observe(f->d, &ev);
 	tl_event_clear(&ev);
 }

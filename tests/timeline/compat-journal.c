@@ -7,7 +7,9 @@
  * written by earlier builds: test-timeline replays each with the current
  * store and compares the documents, so that a journal of an agent being
  * upgraded still replays (docs/journal-format.md). Two runs with a
- * restart between them, as an agent's life has. */
+ * restart between them, as an agent's life has. An http.request with
+ * alsoSeenBy and preRoll: builds before they had a slot kept them as the
+ * event's extra fields. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -29,6 +31,22 @@ static bool only_main(void *ud, const char *uid)
 	return strcmp(uid, UID) == 0;
 }
 
+/* An event as a document says it (the fields every build reads by name). */
+static int add_json(struct tl_timelines *t, const char *text)
+{
+	struct json_object *o = json_tokener_parse(text);
+	struct tl_event ev;
+	int r = o ? tl_event_from_json(o, &ev) : -EINVAL;
+
+	json_object_put(o);
+	if (r < 0)
+		return r;
+	snprintf(ev.pod_uid, sizeof(ev.pod_uid), "%s", UID);
+	r = tl_timelines_add(t, &ev);
+	tl_event_clear(&ev);
+	return r;
+}
+
 static int run(const char *state, bool again)
 {
 	static const char *const kinds[] = { "process.exec", "http.request", "process.exit",
@@ -38,8 +56,7 @@ static int run(const char *state, bool again)
 		.linger_s = 3600,
 		.max_events = 6000,
 		.findings_helper = "",
-		.recorder = { .agent_version = "compat", .node = "node-1",
- },
+		.recorder = { .agent_version = "compat", .node = "node-1" },
 	};
 	struct tl_loop *loop;
 	struct tl_timelines *t;
@@ -52,6 +69,12 @@ static int run(const char *state, bool again)
 		m = scn_meta("shop", "compat", UID);
 		r = scn_set_meta(t, UID, m);
 		json_object_put(m);
+		r = r ?: add_json(t, "{\"time\":\"2026-11-19T10:00:00.5Z\",\"source\":\"log\","
+				  "\"type\":\"http.request\",\"container\":\"istio-proxy\","
+				  "\"requestId\":\"rid-1\",\"method\":\"GET\",\"path\":\"/\","
+				  "\"status\":200,\"start\":\"2026-11-19T10:00:00Z\","
+				  "\"durationMs\":5,\"direction\":\"inbound\","
+				  "\"alsoSeenBy\":\"kernel\",\"preRoll\":true}");
 		/* past the budget: folded (A, D) and, past 256 KiB of
 		 * frames, a compaction (R, T) */
 		for (int i = 0; r == 0 && i < 12000; i++)

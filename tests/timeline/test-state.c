@@ -330,17 +330,86 @@ START_TEST(test_frames_round_trip)
 }
 END_TEST
 
+/* The metadata frame is typed: every field, the containers and the
+ * open-ended pod.istio object come back equal; cut at any byte it is
+ * refused; the JSON text agents before it wrote is still read. */
 START_TEST(test_frame_meta_round_trip)
 {
 	struct tl_pod_meta *m = meta("shop", "web");
 	struct frame_rec r;
 	struct tl_buf b;
+	struct json_object *o;
 
+	m->istio = json_tokener_parse("{\"terminationDrainDuration\":\"5s\",\"annotations\":{\"a\":\"b\"}}");
+	ck_assert_ptr_nonnull(m->istio);
+	m->containers_dropped = 3;
+	m->containers[0].cgroup_id = 4242;
+	m->containers[0].prestop = TL_PRESTOP_SLEEP;
 	tl_buf_init(&b, 0);
 	ck_assert_int_eq(frame_meta(&b, m), 0);
+	ck_assert_uint_eq((uint8_t)b.p[1], FRAME_META_TYPED);
 	ck_assert_int_eq(frame_decode((const uint8_t *)b.p, b.len, UID, &r), 0);
 	ck_assert_int_eq(r.type, FRAME_META);
 	ck_assert(tl_pod_meta_equal(r.meta, m));
+	ck_assert_uint_eq(r.meta->cap_containers, 1);
+	frame_rec_clear(&r);
+	for (size_t cut = 0; cut < b.len; cut++) {
+		ck_assert_int_ne(frame_decode((const uint8_t *)b.p, cut, UID, &r), 0);
+		frame_rec_clear(&r);
+	}
+
+	/* the previous form: 'M' and tl_pod_meta_to_json()'s text */
+	tl_buf_reset(&b);
+	o = tl_pod_meta_to_json(m);
+	tl_buf_addc(&b, 'M');
+	tl_buf_adds(&b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	ck_assert_int_eq(frame_decode((const uint8_t *)b.p, b.len, UID, &r), 0);
+	ck_assert(tl_pod_meta_equal(r.meta, m));
+	frame_rec_clear(&r);
+	tl_buf_free(&b);
+	tl_pod_meta_unref(m);
+}
+END_TEST
+
+/* A typed metadata frame that says more containers than a Pod may have
+ * (a damaged journal): the table's bound is kept, the rest counted. */
+START_TEST(test_frame_meta_bounds)
+{
+	struct tl_pod_meta *m = tl_pod_meta_new(TL_POD_CONTAINERS_MAX);
+	struct frame_rec r;
+	struct tl_buf b;
+
+	ck_assert_ptr_nonnull(m);
+	m->n_containers = TL_POD_CONTAINERS_MAX;
+	for (uint32_t i = 0; i < m->n_containers; i++)
+		snprintf(m->containers[i].name, sizeof(m->containers[i].name), "c%u", i);
+	tl_buf_init(&b, 0);
+	ck_assert_int_eq(frame_meta(&b, m), 0);
+	/* the count (a varint of 2 bytes for 256) patched to 300 */
+	{
+		size_t at = 0;
+		uint8_t want[2] = { 0x80 | (256 & 0x7f), 256 >> 7 };
+
+		for (size_t i = 2; i + 1 < b.len; i++)
+			if ((uint8_t)b.p[i] == want[0] && (uint8_t)b.p[i + 1] == want[1] &&
+			    (uint8_t)b.p[i + 2] == 2) /* then "c0": length 2 */
+				at = i;
+		ck_assert_uint_gt(at, 0);
+		b.p[at] = (char)(0x80 | (300 & 0x7f));
+		b.p[at + 1] = (char)(300 >> 7);
+		for (int i = 256; i < 300; i++) {
+			tl_buf_adds(&b, "\x02zz");
+			tl_buf_addc(&b, 0);
+			tl_buf_addc(&b, 0);
+			tl_buf_addc(&b, 0);
+			tl_buf_addc(&b, 0);
+		}
+	}
+	ck_assert_int_eq(frame_decode((const uint8_t *)b.p, b.len, UID, &r), 0);
+	ck_assert_uint_eq(r.meta->n_containers, TL_POD_CONTAINERS_MAX);
+	ck_assert_uint_eq(r.meta->containers_dropped, 300 - TL_POD_CONTAINERS_MAX);
+	ck_assert_str_eq(r.meta->uid, UID); /* none in the frame: the journal's */
 	frame_rec_clear(&r);
 	tl_buf_free(&b);
 	tl_pod_meta_unref(m);
@@ -571,6 +640,7 @@ static Suite *state_suite(void)
 	tcase_add_test(tc, test_snapshot_is_stable);
 	tcase_add_test(tc, test_frames_round_trip);
 	tcase_add_test(tc, test_frame_meta_round_trip);
+	tcase_add_test(tc, test_frame_meta_bounds);
 	tcase_add_test(tc, test_frames_cut_and_damaged);
 	tcase_add_test(tc, test_state_frames_replay_to_the_same_document);
 	suite_add_tcase(s, tc);

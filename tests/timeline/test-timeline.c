@@ -274,7 +274,7 @@ START_TEST(test_order_and_dedupe)
 		struct tl_event ev;
 
 		ck_assert_int_eq(scn_event(&ev, UID_A, "process.exit", t0 + 30100 * 1000000LL), 0);
-		ck_assert_int_eq(tl_event_set_int(&ev, "pid", 4712), 0);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_EXIT_PID, 4712), 0);
 		ck_assert_int_eq(tl_timelines_add(f.t, &ev), 0);
 		tl_event_clear(&ev);
 	}
@@ -952,7 +952,7 @@ static int add_api_fact(struct tl_timelines *t, const char *type, int64_t time, 
 
 	if (r < 0)
 		return r;
-	r = tl_event_set_str(&ev, deletion ? "deletionTimestamp" : "finishedAt", at);
+	r = tl_event_set_text(&ev, deletion ? TL_F_DELREQ_DELETION_TS : TL_F_TERM_FINISHED, at);
 	r = r ?: tl_timelines_add(t, &ev);
 	tl_event_clear(&ev);
 	return r;
@@ -1990,7 +1990,7 @@ START_TEST(test_journal_compacted_over_a_long_life)
 		struct tl_event ev;
 
 		ck_assert_int_eq(scn_event(&ev, UID_A, "process.exec", t0 + (int64_t)i * 5 * SCN_S), 0);
-		ck_assert_int_eq(tl_event_set_int(&ev, "pid", 1000 + i), 0);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_EXEC_PID, 1000 + i), 0);
 		ck_assert_int_eq(tl_timelines_add(f.t, &ev), 0);
 		tl_event_clear(&ev);
 		if (i % 20 == 0) {
