@@ -22,44 +22,17 @@ static const struct tl_state *current(const struct timeline *tl)
 
 /* ---- the list ---- */
 
-/* What a list entry says of a timeline besides its name (docs/http-api.md). */
-struct summary {
-	const char *owner_kind, *owner_name; /* NULL: unknown */
-	int64_t deletion_ns;                 /* 0: none */
-	bool complete;
-	int64_t failed; /* failed requests; -1: not known (open, or no helper) */
-};
-
-static void open_summary(const struct tl_state *s, struct summary *sm)
+static bool list_match(const struct tl_list_filter *f, const struct tl_timeline_info *i)
 {
-	memset(sm, 0, sizeof(*sm));
-	sm->failed = -1;
-	sm->deletion_ns = s->deletion_ns;
-	sm->complete = state_complete(s);
-	/* both or neither (pod-meta.h) */
-	if (s->meta && s->meta->owner_kind[0]) {
-		sm->owner_kind = s->meta->owner_kind;
-		sm->owner_name = s->meta->owner_name;
-	}
-}
-
-static struct json_object *str_or_null(const char *s)
-{
-	return s && *s ? json_object_new_string(s) : NULL;
-}
-
-static bool list_match(const struct tl_list_filter *f, const char *ns, int64_t started_ns,
-		       const struct summary *sm)
-{
-	int64_t at = sm->deletion_ns ? sm->deletion_ns : started_ns;
+	int64_t at = i->deletion_ns ? i->deletion_ns : i->started_ns;
 
 	if (!f)
 		return true;
-	if (f->ns && (!ns || strcmp(f->ns, ns) != 0))
+	if (f->ns && (!i->ns || strcmp(f->ns, i->ns) != 0))
 		return false;
-	if (f->owner_kind && (!sm->owner_kind || strcmp(f->owner_kind, sm->owner_kind) != 0))
+	if (f->owner_kind && (!i->owner_kind || strcmp(f->owner_kind, i->owner_kind) != 0))
 		return false;
-	if (f->owner_name && (!sm->owner_name || strcmp(f->owner_name, sm->owner_name) != 0))
+	if (f->owner_name && (!i->owner_name || strcmp(f->owner_name, i->owner_name) != 0))
 		return false;
 	if (f->since_ns && at < f->since_ns)
 		return false;
@@ -68,94 +41,50 @@ static bool list_match(const struct tl_list_filter *f, const char *ns, int64_t s
 	return true;
 }
 
-static struct json_object *list_item(const char *ns, const char *name, const char *uid,
-				     const char *state, size_t events, size_t findings,
-				     const struct summary *sm, bool detail)
+int tl_timelines_foreach(struct tl_timelines *t, const struct tl_list_filter *f,
+			 int (*cb)(void *ud, const struct tl_timeline_info *info), void *ud)
 {
-	struct json_object *o = json_object_new_object();
+	int n = 0, r;
 
-	if (!o)
-		return NULL;
-	json_object_object_add(o, "namespace", str_or_null(ns));
-	json_object_object_add(o, "name", str_or_null(name));
-	json_object_object_add(o, "uid", json_object_new_string(uid));
-	json_object_object_add(o, "state", json_object_new_string(state));
-	json_object_object_add(o, "events", json_object_new_int64((int64_t)events));
-	json_object_object_add(o, "findings", json_object_new_int64((int64_t)findings));
-	if (detail) {
-		struct json_object *owner = NULL;
-		char tbuf[TL_TIME_STRLEN];
+	for (size_t k = 0; k < t->closed.n; k++) {
+		const struct closed *c = &t->closed.v[k];
+		struct tl_timeline_info i = {
+			.ns = c->ns, .name = c->name, .uid = c->uid, .open = false,
+			.events = c->events, .findings = c->findings, .owner_kind = c->owner_kind,
+			.owner_name = c->owner_name, .deletion_ns = c->deletion_ns,
+			.started_ns = c->started_ns, .complete = c->complete,
+			.failed_requests = c->failed,
+		};
 
-		if (sm->owner_kind || sm->owner_name) {
-			owner = json_object_new_object();
-			if (!owner) {
-				json_object_put(o);
-				return NULL;
-			}
-			json_object_object_add(owner, "kind", str_or_null(sm->owner_kind));
-			json_object_object_add(owner, "name", str_or_null(sm->owner_name));
-		}
-		json_object_object_add(o, "owner", owner);
-		json_object_object_add(o, "deletion",
-				       sm->deletion_ns ? json_object_new_string(tl_time_format(sm->deletion_ns, tbuf))
-						       : NULL);
-		json_object_object_add(o, "complete", json_object_new_boolean(sm->complete));
-		json_object_object_add(o, "failedRequests",
-				       sm->failed >= 0 ? json_object_new_int64(sm->failed) : NULL);
-	}
-	return o;
-}
-
-int tl_timelines_list(struct tl_timelines *t, struct json_object **ret)
-{
-	return tl_timelines_list_filtered(t, NULL, ret);
-}
-
-int tl_timelines_list_filtered(struct tl_timelines *t, const struct tl_list_filter *f,
-			       struct json_object **ret)
-{
-	struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
-	bool detail = f && f->detail;
-
-	if (!root || !arr) {
-		json_object_put(root);
-		json_object_put(arr);
-		return -ENOMEM;
-	}
-	json_object_object_add(root, "timelines", arr);
-	for (size_t i = 0; i < t->closed.n; i++) {
-		const struct closed *c = &t->closed.v[i];
-		struct summary sm = { c->owner_kind, c->owner_name, c->deletion_ns, c->complete, c->failed };
-		struct json_object *o;
-
-		if (!c->uid[0] || !list_match(f, c->ns, c->started_ns, &sm))
+		if (!c->uid[0] || !list_match(f, &i))
 			continue;
-		o = list_item(c->ns, c->name, c->uid, "closed", c->events, c->findings, &sm, detail);
-		if (!o || json_object_array_add(arr, o) < 0) {
-			json_object_put(o);
-			json_object_put(root);
-			return -ENOMEM;
-		}
+		r = cb(ud, &i);
+		if (r < 0)
+			return r;
+		n++;
 	}
-	for (struct index_node *n = index_next(&t->open, NULL); n; n = index_next(&t->open, n)) {
-		const struct tl_state *s = current(tl_of(n));
-		struct json_object *o;
-		struct summary sm;
+	for (struct index_node *x = index_next(&t->open, NULL); x; x = index_next(&t->open, x)) {
+		const struct tl_state *s = current(tl_of(x));
+		/* findings and failed requests are computed when it closes */
+		struct tl_timeline_info i = {
+			.ns = state_ns(s), .name = state_name(s), .uid = s->uid, .open = true,
+			.events = s->n, .deletion_ns = s->deletion_ns, .started_ns = state_started(s),
+			.complete = state_complete(s), .failed_requests = -1,
+		};
 
-		open_summary(s, &sm);
-		if (!list_match(f, state_ns(s), state_started(s), &sm))
-			continue;
-		/* Findings and failed requests are computed when a timeline
-		 * closes. */
-		o = list_item(state_ns(s), state_name(s), s->uid, "open", s->n, 0, &sm, detail);
-		if (!o || json_object_array_add(arr, o) < 0) {
-			json_object_put(o);
-			json_object_put(root);
-			return -ENOMEM;
+		/* both or neither (pod-meta.h) */
+		if (s->meta && s->meta->owner_kind[0]) {
+			i.owner_kind = s->meta->owner_kind;
+			i.owner_name = s->meta->owner_name;
 		}
+		if (!list_match(f, &i))
+			continue;
+		r = cb(ud, &i);
+		if (r < 0)
+			return r;
+		n++;
 	}
-	*ret = root;
-	return 0;
+	return n;
 }
 
 /* ---- serving documents ---- */

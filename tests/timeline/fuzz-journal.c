@@ -26,6 +26,7 @@
 
 #include "document.h"
 #include "frames.h"
+#include "http-api.h"
 #include "journal.h"
 #include "log.h"
 #include "loop.h"
@@ -133,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (tl_loop_new(&loop) < 0)
 		abort();
 	if (tl_timelines_new(&cfg, loop, &t) == 0) {
-		if (tl_timelines_list(t, &list) == 0 && json_object_object_get_ex(list, "timelines", &arr)) {
+		if (tl_http_list_json(t, NULL, true, &list) == 0 && json_object_object_get_ex(list, "timelines", &arr)) {
 			for (size_t i = 0; i < json_object_array_length(arr); i++) {
 				struct json_object *e = json_object_array_get_idx(arr, i), *ns, *name;
 				const char *n = NULL, *m = NULL;

@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "event.h"
+#include "http-api.h"
 #include "journal.h"
 #include "tl-buf.h"
 #include "metrics.h"
@@ -509,7 +510,7 @@ START_TEST(test_linger_close_writes_atomically)
 	/* Events after the close do not reopen it. */
 	ck_assert_int_eq(scn_add(f.t, UID_C, "tcp.reset_sent", t0 + 99 * SCN_S), 0);
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 0);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 1);
 	ck_assert_str_eq(jstr(list, "timelines.0.state"), "closed");
 	ck_assert_int_eq(jint(list, "timelines.0.events"), n + 1);
@@ -572,7 +573,7 @@ START_TEST(test_closed_document_has_findings)
 	ck_assert_int_eq(scn_validate(path), 0);
 	n = (int64_t)json_object_array_length(fs);
 
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 1);
 	ck_assert_str_eq(jstr(list, "timelines.0.state"), "closed");
 	ck_assert_int_eq(jint(list, "timelines.0.findings"), n);
@@ -593,7 +594,7 @@ START_TEST(test_closed_document_has_findings)
 	/* A restarted store reads the count back from the document. */
 	tl_timelines_free(f.t);
 	fx_store(&f);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_int_eq(jint(list, "timelines.0.findings"), n);
 	json_object_put(list);
 	fx_done(&f);
@@ -627,8 +628,7 @@ START_TEST(test_closed_summary_kept_beside_document)
 	ck_assert(scn_run_until(f.loop, file_appears, &w));
 	ck_assert(scn_run_until(f.loop, none_open, f.t));
 	ck_assert(file_exists(cache));
-	ck_assert_int_eq(tl_timelines_list_filtered(f.t, &(struct tl_list_filter){ .detail = true },
-						    &want), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, true, &want), 0);
 	ck_assert_int_eq(jint(want, "timelines.0.failedRequests"), 1);
 	ck_assert_int_ge(jint(want, "timelines.0.findings"), 1);
 	tl_timelines_free(f.t);
@@ -648,8 +648,7 @@ START_TEST(test_closed_summary_kept_beside_document)
 	times[1] = st.st_mtim;
 	ck_assert_int_eq(utimensat(AT_FDCWD, path, times, 0), 0);
 	fx_store(&f);
-	ck_assert_int_eq(tl_timelines_list_filtered(f.t, &(struct tl_list_filter){ .detail = true },
-						    &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, true, &list), 0);
 	ck_assert_msg(json_object_equal(list, want), "%s", json_object_to_json_string(list));
 	json_object_put(list);
 	tl_timelines_free(f.t);
@@ -658,8 +657,7 @@ START_TEST(test_closed_summary_kept_beside_document)
 	times[1].tv_sec -= 10;
 	ck_assert_int_eq(utimensat(AT_FDCWD, path, times, 0), 0);
 	fx_store(&f);
-	ck_assert_int_eq(tl_timelines_list_filtered(f.t, &(struct tl_list_filter){ .detail = true },
-						    &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, true, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 0); /* no uid: not listed */
 	json_object_put(list);
 	tl_timelines_free(f.t);
@@ -673,8 +671,7 @@ START_TEST(test_closed_summary_kept_beside_document)
 	ck_assert_int_eq(unlink(cache), 0);
 	fx_store(&f);
 	ck_assert(file_exists(cache));
-	ck_assert_int_eq(tl_timelines_list_filtered(f.t, &(struct tl_list_filter){ .detail = true },
-						    &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, true, &list), 0);
 	ck_assert_msg(json_object_equal(list, want), "%s", json_object_to_json_string(list));
 	json_object_put(list);
 	free(text);
@@ -707,7 +704,7 @@ START_TEST(test_closed_without_helper)
 	ck_assert_ptr_nonnull(doc);
 	ck_assert_uint_eq(jlen(doc, "findings"), 0);
 	ck_assert_int_eq(scn_validate(path), 0);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_int_eq(jint(list, "timelines.0.findings"), 0);
 	json_object_put(list);
 	json_object_put(doc);
@@ -1363,7 +1360,7 @@ START_TEST(test_close_does_not_block_loop)
 	/* The writer is still held: the ticks happened during the close. */
 	ck_assert(!file_exists(path));
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 1);
 	ck_assert_str_eq(jstr(list, "timelines.0.state"), "open");
 	ck_assert_int_eq(jint(list, "timelines.0.events"), N + 1);
@@ -1380,7 +1377,7 @@ START_TEST(test_close_does_not_block_loop)
 	ck_assert(memcmp(file, served, file_len) == 0);
 	free(file);
 	free(served);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 1);
 	ck_assert_str_eq(jstr(list, "timelines.0.state"), "closed");
 	ck_assert_int_eq(jint(list, "timelines.0.events"), N + 1);
@@ -1544,7 +1541,7 @@ START_TEST(test_shutdown_waits_for_writer)
 	ck_assert_int_eq(tl_metric_get("termline_timelines_closed_total", NULL), closed0 + 1);
 	fx_store(&f);
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 0);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 1);
 	ck_assert_str_eq(jstr(list, "timelines.0.state"), "closed");
 	json_object_put(list);
@@ -1736,7 +1733,7 @@ START_TEST(test_journal_corpus_replays)
 		PATHF(to, "%s/journal/%s%s", f.dir, UID_A, first & 1 ? ".jsonl" : ".tlj");
 		copy_file(from, 1, to);
 		fx_store(&f);
-		ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+		ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 		arr = jget(list, "timelines");
 		for (size_t i = 0; i < json_object_array_length(arr); i++) {
 			struct json_object *e = json_object_array_get_idx(arr, i);
@@ -1852,7 +1849,7 @@ START_TEST(test_long_pod_name_written)
 	/* after a restart the index is rebuilt from the document */
 	tl_timelines_free(f.t);
 	fx_store(&f);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 1);
 	ck_assert_str_eq(jstr(list, "timelines.0.name"), name);
 	json_object_put(list);
@@ -1882,7 +1879,7 @@ START_TEST(test_dot_names_kept)
 	tl_timelines_free(f.t);
 	fx_store(&f);
 	ck_assert(file_exists(path));
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 2);
 	json_object_put(list);
 	doc = get_doc(f.t, ".dotted", "web", NULL);
