@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench-drain [EVENTS]\n");
 		return 2;
 	}
-	if (tl_clock_sample(&tl_clock_global) < 0 || tl_loop_new(&loop) < 0 ||
+	if (tl_loop_new(&loop) < 0 ||
 	    tl_drain_agent_new(&dc, loop, &d) < 0) {
 		fprintf(stderr, "bench-drain: setup failed\n");
 		goto out;

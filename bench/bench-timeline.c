@@ -845,9 +845,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-timeline: sigaction: %s\n", strerror(errno));
 		goto cleanup;
 	}
-	r = tl_clock_sample(&tl_clock_global);
-	if (r >= 0)
-		r = tl_loop_new(&loop);
+	r = tl_loop_new(&loop);
 	if (r < 0) {
 		fprintf(stderr, "bench-timeline: setup: %s\n", strerror(-r));
 		goto cleanup;

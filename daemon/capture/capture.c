@@ -383,8 +383,8 @@ static struct window *find_window(struct tl_capture *c, const char *uid);
 static void on_exchange(void *ud, const struct tl_http_exchange *x)
 {
 	struct tl_capture *c = ud;
-	int64_t start = tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->start_ns);
-	int64_t end = tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->end_ns);
+	int64_t off = c->cfg.clock ? c->cfg.clock->offset_ns : 0;
+	int64_t start = (int64_t)x->start_ns + off, end = (int64_t)x->end_ns + off;
 	const char *uid;
 	struct held *h;
 

@@ -46,6 +46,10 @@ struct tl_drain_agent {
 	struct tl_drain_wait *pending;
 	unsigned npending;
 	bool tick_armed;
+	struct {
+		struct tl_metric *evicted, *slices_ignored, *refused;
+		struct tl_metric *outcome[TL_DRAIN_ABANDONED + 1];
+	} m;
 };
 
 static void dpod_free_entry(struct lh_entry *e)
@@ -80,7 +84,7 @@ static struct dpod *pod_get(struct tl_drain_agent *d, const char *uid, bool crea
 			return NULL;
 		d->last = NULL;
 		lh_table_delete_entry(d->pods, oldest);
-		tl_metric_add("termline_drain_pods_evicted_total", NULL, 1);
+		tl_metric_inc(d->m.evicted, 1);
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -150,7 +154,7 @@ void tl_drain_agent_observe(struct tl_drain_agent *d, const struct tl_event *ev)
 		if (tl_drain_fact_endpoint(&p->st, tl_event_get_s(ev, TL_F_EP_SLICE),
 					   tl_event_get_s(ev, TL_F_EP_SERVICE), ready, serving,
 					   terminating, ev->time_ns) == -ENOSPC)
-			tl_metric_add("termline_drain_slices_ignored_total", NULL, 1);
+			tl_metric_inc(d->m.slices_ignored, 1);
 		break;
 	}
 	case TL_KIND_ENDPOINT_REMOVED:
@@ -185,7 +189,7 @@ void tl_drain_agent_endpoint(struct tl_drain_agent *d, const char *uid, const ch
 	struct dpod *p = d ? pod_get(d, uid, true) : NULL;
 
 	if (p && tl_drain_fact_endpoint(&p->st, slice, service, ready, serving, terminating, t) == -ENOSPC)
-		tl_metric_add("termline_drain_slices_ignored_total", NULL, 1);
+		tl_metric_inc(d->m.slices_ignored, 1);
 }
 
 unsigned tl_drain_agent_waiters(const struct tl_drain_agent *d)
@@ -286,14 +290,6 @@ static void emit_wait(struct tl_drain_agent *d, const struct tl_drain_wait *w, c
 	tl_emit(&d->cfg.emit, &ev);
 }
 
-static void count_outcome(const char *outcome)
-{
-	char labels[64];
-
-	snprintf(labels, sizeof(labels), "outcome=\"%s\"", outcome);
-	tl_metric_add("termline_drain_waits_total", labels, 1);
-}
-
 /* ---- pending waits ---- */
 
 static const char *const outcome_names[] = {
@@ -352,7 +348,7 @@ static void finish(struct tl_drain_wait *w, enum tl_drain_outcome outcome)
 	summarize(a.st, &a.v, a.summary, sizeof(a.summary));
 	unlink_wait(w);
 	emit_wait(d, w, outcome_names[outcome], a.st, &a.v, a.answered_ns);
-	count_outcome(outcome_names[outcome]);
+	tl_metric_inc(d->m.outcome[outcome], 1);
 	if (outcome != TL_DRAIN_ABANDONED)
 		w->answer(w->ud, &a);
 	free(w);
@@ -420,7 +416,7 @@ int tl_drain_agent_wait(struct tl_drain_agent *d, const char *uid, int64_t quiet
 	if (d->cfg.pod_known && !d->cfg.pod_known(d->cfg.ud, uid))
 		return -ENOENT;
 	if (d->npending >= d->cfg.max_waiters) {
-		tl_metric_add("termline_drain_waits_refused_total", NULL, 1);
+		tl_metric_inc(d->m.refused, 1);
 		return -EBUSY;
 	}
 	w = calloc(1, sizeof(*w));
@@ -497,10 +493,20 @@ int tl_drain_agent_new(const struct tl_drain_agent_config *cfg, struct tl_loop *
 		free(d);
 		return r;
 	}
-	tl_metric_describe("termline_drain_waits_total", TL_METRIC_COUNTER,
-			   "Drained waits (preStop gates) ended, by outcome.");
-	tl_metric_describe("termline_drain_waits_refused_total", TL_METRIC_COUNTER,
-			   "Drained waits refused with 429: too many pending.");
+	d->m.evicted = tl_metric_new("termline_drain_pods_evicted_total", NULL, TL_METRIC_COUNTER,
+				     "Pods whose drain facts were forgotten, past 512 with no wait.");
+	d->m.slices_ignored = tl_metric_new("termline_drain_slices_ignored_total", NULL,
+					    TL_METRIC_COUNTER,
+					    "EndpointSlices past 16 listing one Pod (held in rotation).");
+	d->m.refused = tl_metric_new("termline_drain_waits_refused_total", NULL, TL_METRIC_COUNTER,
+				     "Drained waits refused with 429: too many pending.");
+	for (size_t i = 0; i < sizeof(d->m.outcome) / sizeof(d->m.outcome[0]); i++) {
+		char labels[64];
+
+		snprintf(labels, sizeof(labels), "outcome=\"%s\"", outcome_names[i]);
+		d->m.outcome[i] = tl_metric_new("termline_drain_waits_total", labels, TL_METRIC_COUNTER,
+						"Drained waits (preStop gates) ended, by outcome.");
+	}
 	*ret = d;
 	return 0;
 }

@@ -77,6 +77,7 @@ struct tl_http {
 	unsigned nlocal_addrs;
 	uint64_t local_read_ms;
 	bool stopping;
+	struct tl_metric *m_refused, *m_header_timeouts, *m_open;
 };
 
 static int parse_listen(const char *s, struct sockaddr_storage *ss, bool *v6)
@@ -698,7 +699,7 @@ static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr,
 		return MHD_YES;
 	if (h->nlocal < HTTP_CONN_RESERVED && peer_is_local(h, addr))
 		return MHD_YES;
-	tl_metric_add("termline_http_connections_refused_total", NULL, 1);
+	tl_metric_inc(h->m_refused, 1);
 	return MHD_NO;
 }
 
@@ -728,7 +729,7 @@ static void conn_cb(void *cls, struct MHD_Connection *conn, void **socket_contex
 		h->conns = c;
 		h->nconns++;
 		h->nlocal += c->local;
-		tl_metric_set("termline_http_connections_open", NULL, (int64_t)h->nconns);
+		tl_metric_put(h->m_open, (int64_t)h->nconns);
 		*socket_context = c;
 		return;
 	}
@@ -742,7 +743,7 @@ static void conn_cb(void *cls, struct MHD_Connection *conn, void **socket_contex
 		c->next->prev = c->prev;
 	h->nconns--;
 	h->nlocal -= c->local;
-	tl_metric_set("termline_http_connections_open", NULL, (int64_t)h->nconns);
+	tl_metric_put(h->m_open, (int64_t)h->nconns);
 	free(c);
 	*socket_context = NULL;
 }
@@ -759,7 +760,7 @@ static void cut_late_headers(struct tl_http *h)
 			continue;
 		if (shutdown(c->fd, SHUT_RDWR) == 0 || errno == ENOTCONN) {
 			c->cut = true;
-			tl_metric_add("termline_http_header_timeouts_total", NULL, 1);
+			tl_metric_inc(h->m_header_timeouts, 1);
 		}
 	}
 }
@@ -838,12 +839,13 @@ int tl_http_new(const struct tl_http_config *cfg, struct tl_loop *loop, struct t
 	h->epfd = -1;
 	if (v6)
 		flags |= MHD_USE_IPv6;
-	tl_metric_describe("termline_http_connections_refused_total", TL_METRIC_COUNTER,
-			   "HTTP connections refused: the general slots were taken");
-	tl_metric_describe("termline_http_header_timeouts_total", TL_METRIC_COUNTER,
-			   "HTTP connections closed because a request header came too slowly");
-	tl_metric_describe("termline_http_connections_open", TL_METRIC_GAUGE,
-			   "HTTP connections the server holds now (this scrape's included)");
+	h->m_refused = tl_metric_new("termline_http_connections_refused_total", NULL, TL_METRIC_COUNTER,
+				     "HTTP connections refused: the general slots were taken");
+	h->m_header_timeouts = tl_metric_new("termline_http_header_timeouts_total", NULL,
+					     TL_METRIC_COUNTER,
+					     "HTTP connections closed because a request header came too slowly");
+	h->m_open = tl_metric_new("termline_http_connections_open", NULL, TL_METRIC_GAUGE,
+				  "HTTP connections the server holds now (this scrape's included)");
 	h->mhd = MHD_start_daemon(flags, 0, accept_cb, h, handle, h,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONN_LIMIT,

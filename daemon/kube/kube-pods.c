@@ -68,6 +68,7 @@ struct tl_kpods {
 	uint64_t deleted_seq;
 	size_t retained;
 	bool warned_other_node, warned_limit;
+	struct tl_metric *m_other_node, *m_limit, *m_invalid;
 };
 
 /* ---- small helpers (JSON members: json-util.h) ---- */
@@ -472,7 +473,7 @@ static bool pod_on_node(struct tl_kpods *m, struct json_object *obj, const char 
 
 	if (nn && strcmp(nn, m->node) == 0)
 		return true;
-	tl_metric_add("termline_kube_pods_ignored_total", "reason=\"other-node\"", 1);
+	tl_metric_inc(m->m_other_node, 1);
 	if (!m->warned_other_node) {
 		char what[256];
 
@@ -490,7 +491,7 @@ static bool pod_room(struct tl_kpods *m, const char *ns, const char *name)
 {
 	if (m->pods->count - (int)m->retained < KP_MAX_PODS)
 		return true;
-	tl_metric_add("termline_kube_pods_ignored_total", "reason=\"limit\"", 1);
+	tl_metric_inc(m->m_limit, 1);
 	if (!m->warned_limit) {
 		char what[160];
 
@@ -516,7 +517,7 @@ static struct kpod *pod_apply(struct tl_kpods *m, struct json_object *obj, bool 
 	/* past Kubernetes' own limits it is no Pod the kubelet runs; a cut
 	 * name would be another Pod's */
 	if (strlen(ns) >= TL_POD_NS_MAX || strlen(name) >= TL_POD_NAME_MAX) {
-		tl_metric_add("termline_kube_pods_ignored_total", "reason=\"invalid\"", 1);
+		tl_metric_inc(m->m_invalid, 1);
 		return NULL;
 	}
 	if (!pod_on_node(m, obj, ns, name))
@@ -868,9 +869,15 @@ int tl_kpods_new(const char *node, const struct tl_emitter *emit, struct tl_kpod
 		return -ENOMEM;
 	m->node = strdup(node);
 	m->emit = *emit;
-	tl_metric_describe("termline_kube_pods_ignored_total", TL_METRIC_COUNTER,
-			   "Pods from the API server not tracked: of another node, past the limit, "
-			   "or with a namespace or name past Kubernetes' limits");
+#define IGNORED_HELP "Pods from the API server not tracked: of another node, past the limit, " \
+		     "or with a namespace or name past Kubernetes' limits"
+	m->m_other_node = tl_metric_new("termline_kube_pods_ignored_total", "reason=\"other-node\"",
+					TL_METRIC_COUNTER, IGNORED_HELP);
+	m->m_limit = tl_metric_new("termline_kube_pods_ignored_total", "reason=\"limit\"",
+				   TL_METRIC_COUNTER, IGNORED_HELP);
+	m->m_invalid = tl_metric_new("termline_kube_pods_ignored_total", "reason=\"invalid\"",
+				     TL_METRIC_COUNTER, IGNORED_HELP);
+#undef IGNORED_HELP
 	tl_metric_describe("termline_kube_pod_fields_dropped_total", TL_METRIC_COUNTER,
 			   "Parts of Pod objects read from the API server and left out of the timeline's "
 			   "metadata: containers past 256 or without a usable name, over-long "
