@@ -7,7 +7,7 @@
 #include "event.h"
 #include "strtab.h"
 
-/* Inlined into the packer: a call per field was 6 % of the store's
+/* Inlined into the packer: a call per field costs 6 % of the store's
  * instructions per event (bench-timeline under callgrind). */
 static inline size_t vput(uint8_t *p, uint64_t v)
 {

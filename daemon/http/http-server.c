@@ -768,10 +768,10 @@ static void cut_late_headers(struct tl_http *h)
 /* MHD has no thread of its own: run it when its epoll fd is readable, when
  * its own timeout (idle connections, queued work) expires, and at least
  * every HTTP_WATCHDOG_MS. MHD puts its listening socket back into its epoll
- * set only at the start of a run: after the run that freed a slot at the
- * connection limit nothing called it again, and the server was deaf for
- * good. So a run that closed connections is followed by another, and the
- * watchdog catches whatever else. */
+ * set only at the start of a run: after a run that frees a slot at the
+ * connection limit, nothing else would call it again and the server would
+ * stay deaf. So a run that closed connections is followed by another, and
+ * the watchdog catches whatever else. */
 static void reschedule(struct tl_http *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms = HTTP_WATCHDOG_MS;

@@ -5,11 +5,11 @@
  * "Closing").
  *
  * Why: the document's fdatasync, its rename, the directory's fsync and the
- * journal's unlink (which frees the file's pages) were the longest step
- * of a close on the loop, 7-18 ms of thread CPU for a 20k-event timeline
- * on this project's test VM (bench/README.md), most of it in the kernel.
- * The loop now only queues them. A thread, not a fork: the job touches no
- * memory of the store, only descriptors and paths it owns. */
+ * journal's unlink (which frees the file's pages) are the longest steps of
+ * a close, milliseconds of kernel time each for a 20k-event timeline
+ * (bench/README.md): on the loop they would stall every other source. The
+ * loop only queues them. A thread, not a fork: the job touches no memory
+ * of the store, only descriptors and paths it owns. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

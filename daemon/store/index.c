@@ -5,8 +5,8 @@
 
 #include "index.h"
 
-/* Eight bytes per step: every event's uid is hashed (a byte per step was
- * 5 % of the store's instructions per event). */
+/* Eight bytes per step: every event's uid is hashed (a byte per step
+ * costs 5 % of the store's instructions per event). */
 static size_t hash_uid(const char *s)
 {
 	const uint64_t m = 0xff51afd7ed558ccdull;

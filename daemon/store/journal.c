@@ -141,8 +141,8 @@ static void put_le32(uint8_t *p, uint32_t v)
 
 /* zlib's crc32 (same polynomial, same values: journals of either read
  * the same), eight bytes per step: zlib's own goes a byte at a time on
- * buffers this short (a frame per event, ~30-60 bytes), and was 10-17 %
- * of the store's instructions per event (bench-timeline under callgrind). */
+ * buffers this short (a frame per event, ~30-60 bytes), 10-17 % of the
+ * store's instructions per event (bench-timeline under callgrind). */
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
@@ -292,10 +292,11 @@ int tl_journal_flush(struct tl_journal *j)
 	/* Written or not, these frames are done with: a failure is the
 	 * caller's to count, and retrying a full disk with the same bytes
 	 * would only grow the backlog. A queue that a burst grew past
-	 * PENDING_KEEP is given back: kept, every journal held its largest
-	 * burst (up to 128 KiB) for life, 7 MiB of the agent's RSS with 110
-	 * Pods x 10,000 events (bench/README.md, API memory); growing it
-	 * again costs a few reallocs per burst, next to its write(2). */
+	 * PENDING_KEEP is given back: kept, every journal would hold its
+	 * largest burst (up to 128 KiB) for life, 7 MiB of the agent's RSS
+	 * with 110 Pods x 10,000 events (bench/README.md, API memory);
+	 * growing it again costs a few reallocs per burst, next to its
+	 * write(2). */
 	if (j->pending.cap > PENDING_KEEP)
 		tl_buf_free(&j->pending);
 	tl_buf_reset(&j->pending);

@@ -3,11 +3,11 @@
  * event index (docs/journal-format.md, "In memory").
  *
  * Up to MEM_BIG_MIN bytes a buffer is malloc'd; past it, it is an anonymous
- * mapping of its own, grown with mremap. Two reasons, both measured with
- * bench-timeline (110 timelines x 10,000 events): doubling with realloc
- * left up to half of every buffer as slack, and glibc's dynamic mmap
- * threshold moved these buffers into the heap after the first large free,
- * where the freed smaller copies fragmented it. A mapping costs resident
+ * mapping of its own, grown with mremap. Doubling with realloc leaves up
+ * to half of every buffer as resident slack, and glibc's dynamic mmap
+ * threshold moves such buffers into the heap after the first large free,
+ * where the freed smaller copies fragment it (bench-timeline, 110
+ * timelines x 10,000 events, bench/README.md). A mapping costs resident
  * memory only for the pages written, so growing it by doubling leaves no
  * resident slack, and mremap moves pages instead of copying bytes. */
 #include <errno.h>
