@@ -289,7 +289,7 @@ static void join_kernel(struct tl_capture *c, const char *uid, const struct tl_a
 		tl_copy_str(ev->container_id, sizeof(ev->container_id), g->container_id);
 	if (tl_event_set_i(ev, TL_F_HTTP_START, best->start_ns) < 0 ||
 	    tl_event_set_i(ev, TL_F_HTTP_DURATION_MS, (best->end_ns - best->start_ns) / 1000000) < 0 ||
-	    tl_event_set_str(ev, "alsoSeenBy", "kernel") < 0)
+	    tl_event_set_s(ev, TL_F_HTTP_ALSO_SEEN_BY, "kernel", 6) < 0)
 		tl_metric_add("termline_http_join_errors_total", NULL, 1);
 	/* The socket saw no response (reset, closed): the log's status
 	 * stands, the kernel's reason is kept. */
@@ -383,8 +383,8 @@ static struct window *find_window(struct tl_capture *c, const char *uid);
 static void on_exchange(void *ud, const struct tl_http_exchange *x)
 {
 	struct tl_capture *c = ud;
-	int64_t start = tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->start_ns);
-	int64_t end = tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->end_ns);
+	int64_t off = c->cfg.clock ? c->cfg.clock->offset_ns : 0;
+	int64_t start = (int64_t)x->start_ns + off, end = (int64_t)x->end_ns + off;
 	const char *uid;
 	struct held *h;
 
@@ -526,7 +526,7 @@ static void emit_preroll(struct tl_capture *c, const char *uid)
 			continue;
 		if (tl_capture_kernel_event(&p->x, p->start_ns, p->end_ns, &ev) < 0)
 			continue;
-		if (tl_event_set_bool(&ev, "preRoll", true) < 0) {
+		if (tl_event_set_i(&ev, TL_F_HTTP_PRE_ROLL, true) < 0) {
 			tl_event_clear(&ev);
 			continue;
 		}
