@@ -155,6 +155,8 @@ def main():
     ap.add_argument("--sample-seconds", type=float, default=15, help="sampling period (default 15)")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (state, logs, agent log)")
     ap.add_argument("--agent-arg", action="append", default=[], help="one more termlined argument (repeatable)")
+    ap.add_argument("--termlined", default="", help="the agent to run (default BUILD/daemon/termlined), "
+                    "e.g. an older build to compare")
     ap.add_argument("--wrap", default="",
                     help="run termlined under this command, e.g. \"valgrind --tool=massif "
                          "--massif-out-file=/tmp/massif.out\" (RSS is then the wrapper's)")
@@ -164,7 +166,7 @@ def main():
         return 77
     build = os.path.abspath(args.build)
     os.environ["TERMLINE_BUILD_ROOT"] = build
-    E.TERMLINED = os.path.join(build, "daemon", "termlined")
+    E.TERMLINED = os.path.abspath(args.termlined) if args.termlined else os.path.join(build, "daemon", "termlined")
     gen = os.path.join(build, "bench", "bench-pod-events")
     for exe in (E.TERMLINED, gen):
         if not os.access(exe, os.X_OK):

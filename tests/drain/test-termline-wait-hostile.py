@@ -21,7 +21,7 @@ BUILD = os.environ.get("TERMLINE_BUILD_ROOT", "build")
 WAIT = os.path.join(BUILD, "tools", "termline-wait")
 UID = "6b1f2c3d-0000-4000-8000-00000000beef"
 TIMEOUT = 3.0
-SLACK = 0.6
+SLACK = 1.0
 failures = []
 
 
