@@ -10,6 +10,7 @@ The timing checks are bounds a user relies on (a preStop must end within
 the grace period), not speed targets: the gate must neither open before
 --timeout on an answer that is no verdict, nor run past --timeout by more
 than SLACK (process start-up and scheduling on a loaded machine)."""
+import concurrent.futures
 import os
 import socket
 import subprocess
@@ -173,44 +174,60 @@ def not_drained_at_timeout(name, behave, timeout=TIMEOUT, want=None):
     return agent
 
 
-# ---- item: --timeout is a hard bound ----
-agent = not_drained_at_timeout("silent agent", silent, want="did not answer within the timeout")
-check(len(agent.requests) == 1, f"silent agent: asked once ({len(agent.requests)})")
-tmo = int(agent.requests[0].split("timeout=")[1].split("ms")[0]) if agent.requests else -1
-check(0 < tmo <= TIMEOUT * 1000 - 400, f"the agent is asked to answer before the deadline ({tmo} ms)")
-not_drained_at_timeout("silent agent, --timeout 1s", silent, timeout=1.0)
-not_drained_at_timeout("slow agent (a valid answer a byte at a time)", trickle)
-not_drained_at_timeout("an agent answering 500 at once", answer(500, "{}"), want="500")
-not_drained_at_timeout("an agent busy all along (429)", answer(429, '{"error":"busy"}'), want="429")
+# Each case takes --timeout whatever happens: they run side by side.
+cases = []
 
-# no agent with a fallback longer than the timeout: the timeout wins
-port = socket.socket()
-port.bind(("127.0.0.1", 0))
-closed = port.getsockname()[1]
-port.close()
-rc, err, took = run(["--uid", UID, "--host", "127.0.0.1", "--port", str(closed), "--timeout", "2s",
-                     "--fallback", "10s"])
-check(rc == 1 and 1.9 <= took <= 2.0 + SLACK and "fallback" in err,
-      f"fallback past --timeout: ends at --timeout ({rc}, {took:.2f}s, {err!r})")
 
-# ---- item: only "drained": true opens the gate; answers are read within bounds ----
-not_drained_at_timeout("200 with {{{{{", answer(200, "{{{{{"), want="no verdict")
-not_drained_at_timeout("200 with an empty body", answer(200, ""))
-not_drained_at_timeout("200 with a JSON array", answer(200, "[true]"))
-not_drained_at_timeout("200 with \"drained\": false", answer(200, '{"uid":"%s","drained":false}' % UID))
-not_drained_at_timeout("200 with \"drained\": \"true\"", answer(200, '{"uid":"%s","drained":"true"}' % UID))
-not_drained_at_timeout("200 for another Pod", answer(200, '{"uid":"ffffffff-0000","drained":true}'))
-not_drained_at_timeout("200 with trailing garbage",
-                       answer(200, '{"uid":"%s","drained":true} {"drained":false}' % UID))
-not_drained_at_timeout("200 nested 100,000 deep", answer(200, "[" * 100000 + "]" * 100000))
-not_drained_at_timeout("200, 10 MB body", big_body, want="past the bounds")
-not_drained_at_timeout("200, endless chunked stream", endless_chunked, want="past the bounds")
-not_drained_at_timeout("200, 10 MB header", big_header, want="past the bounds")
-not_drained_at_timeout("200, length and chunked both",
-                       answer(200, '{"drained":true}', "Transfer-Encoding: chunked\r\n"))
-not_drained_at_timeout("not HTTP", lambda c, a: c.sendall(b"SSH-2.0-OpenSSH_9.2\r\n"))
-not_drained_at_timeout("504 long before the wait's end",
-                       answer(504, '{"uid":"%s","drained":false,"unmet":"traffic"}' % UID))
+def case(*a, **kw):
+    cases.append((a, kw))
+
+
+# ---- --timeout is a hard bound ----
+def silent_case():
+    agent = not_drained_at_timeout("silent agent", silent, want="did not answer within the timeout")
+    check(len(agent.requests) == 1, f"silent agent: asked once ({len(agent.requests)})")
+    tmo = int(agent.requests[0].split("timeout=")[1].split("ms")[0]) if agent.requests else -1
+    check(0 < tmo <= TIMEOUT * 1000 - 400, f"the agent is asked to answer before the deadline ({tmo} ms)")
+
+
+def fallback_case():
+    # no agent with a fallback longer than the timeout: the timeout wins
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    closed = port.getsockname()[1]
+    port.close()
+    rc, err, took = run(["--uid", UID, "--host", "127.0.0.1", "--port", str(closed), "--timeout", "2s",
+                         "--fallback", "10s"])
+    check(rc == 1 and 1.9 <= took <= 2.0 + SLACK and "fallback" in err,
+          f"fallback past --timeout: ends at --timeout ({rc}, {took:.2f}s, {err!r})")
+
+
+case("silent agent, --timeout 1s", silent, timeout=1.0)
+case("slow agent (a valid answer a byte at a time)", trickle)
+case("an agent answering 500 at once", answer(500, "{}"), want="500")
+case("an agent busy all along (429)", answer(429, '{"error":"busy"}'), want="429")
+
+# ---- only "drained": true opens the gate; answers are read within bounds ----
+case("200 with {{{{{", answer(200, "{{{{{"), want="no verdict")
+case("200 with an empty body", answer(200, ""))
+case("200 with a JSON array", answer(200, "[true]"))
+case("200 with \"drained\": false", answer(200, '{"uid":"%s","drained":false}' % UID))
+case("200 with \"drained\": \"true\"", answer(200, '{"uid":"%s","drained":"true"}' % UID))
+case("200 for another Pod", answer(200, '{"uid":"ffffffff-0000","drained":true}'))
+case("200 with trailing garbage", answer(200, '{"uid":"%s","drained":true} {"drained":false}' % UID))
+case("200 nested 100,000 deep", answer(200, "[" * 100000 + "]" * 100000))
+case("200, 10 MB body", big_body, want="past the bounds")
+case("200, endless chunked stream", endless_chunked, want="past the bounds")
+case("200, 10 MB header", big_header, want="past the bounds")
+case("200, length and chunked both", answer(200, '{"drained":true}', "Transfer-Encoding: chunked\r\n"))
+case("not HTTP", lambda c, a: c.sendall(b"SSH-2.0-OpenSSH_9.2\r\n"))
+case("504 long before the wait's end", answer(504, '{"uid":"%s","drained":false,"unmet":"traffic"}' % UID))
+
+with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
+    futures = [pool.submit(silent_case), pool.submit(fallback_case)]
+    futures += [pool.submit(not_drained_at_timeout, *a, **kw) for a, kw in cases]
+    for f in futures:
+        f.result()
 
 # a drained answer in chunks and one closed without a length still open the gate
 for name, behave in (("chunked", chunked_drained),
