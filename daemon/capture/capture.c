@@ -11,6 +11,7 @@
 #include "log.h"
 #include "macro.h"
 #include "metrics.h"
+#include "term-escape.h"
 
 /* Inbound exchanges of a Pod with an access log wait this long for the
  * proxy's record of the same request (it is written after the response,
@@ -297,6 +298,18 @@ static void join_kernel(struct tl_capture *c, const char *uid, const struct tl_a
 		tl_event_set_i(ev, TL_F_HTTP_STATUS, rec->status);
 	best->x.id[0] = '\0';
 	tl_metric_add("termline_http_joined_total", NULL, 1);
+}
+
+/* A symlinked Pod or container directory in the logs directory: not
+ * followed (pod-logs.h), said once. */
+static void on_log_dir_refused(void *ud _unused_, const char *root, const char *rel)
+{
+	char r[512], d[512];
+
+	tl_term_escape(r, sizeof(r), root, strlen(root));
+	tl_term_escape(d, sizeof(d), rel, strlen(rel));
+	tl_warn("access logs: %s/%s is a symlink: not followed out of %s", r, d, r);
+	tl_metric_add("termline_http_log_dirs_refused_total", NULL, 1);
 }
 
 static void on_log_record(void *ud, const struct tl_pod_log_source *src, int64_t t,
@@ -761,6 +774,9 @@ static void describe_metrics(void)
 			   "Proxy access-log records recorded as http.request.");
 	tl_metric_describe("termline_http_log_records_dropped_total", TL_METRIC_COUNTER,
 			   "Proxy access-log records that could not be made into events.");
+	tl_metric_describe("termline_http_log_dirs_refused_total", TL_METRIC_COUNTER,
+			   "Pod or container directories of the logs directory that are symlinks: "
+			   "not followed (each counted once while it stays).");
 	tl_metric_describe("termline_http_kernel_requests_total", TL_METRIC_COUNTER,
 			   "Requests seen on Pod sockets recorded as http.request.");
 	tl_metric_describe("termline_http_kernel_requests_dropped_total", TL_METRIC_COUNTER,
@@ -845,6 +861,7 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 			.root = cfg->pod_logs_dir,
 			.container = cfg->log_container ? cfg->log_container
 							: TL_CAPTURE_LOG_CONTAINER_DEFAULT,
+			.on_refused = on_log_dir_refused,
 		};
 
 		r = tl_pod_logs_new(&pc, loop, on_log_record, c, &c->logs);

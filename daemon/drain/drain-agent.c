@@ -117,13 +117,15 @@ void tl_drain_agent_observe(struct tl_drain_agent *d, const struct tl_event *ev)
 	case TL_KIND_ENDPOINT_REMOVED:
 	case TL_KIND_HTTP_REQUEST:
 	case TL_KIND_POD_DELETED:
+	case TL_KIND_POD_CGROUPS_REMOVED:
 		break;
 	default:
 		return;
 	}
-	if (ev->kind == TL_KIND_POD_DELETED) {
-		/* Nothing routes to a Pod that is gone; keep it only while
-		 * someone waits for it. */
+	if (tl_kind_has(ev->kind, TL_KF_ENDS_POD)) {
+		/* Nothing routes to a Pod that is gone (deleted, or its cgroups
+		 * removed: the only end a Pod has without the API); keep it
+		 * only while someone waits for it. */
 		p = pod_get(d, ev->pod_uid, false);
 		if (p && !p->waiters) {
 			d->last = NULL;
@@ -137,7 +139,12 @@ void tl_drain_agent_observe(struct tl_drain_agent *d, const struct tl_event *ev)
 		if (!dir || strcmp(dir, "inbound") != 0)
 			return;
 	}
-	p = pod_get(d, ev->pod_uid, true);
+	/* State (8 KiB a Pod) is kept for the Pods a wait can be answered
+	 * for: a Pod the API does not know gets 404, and without the API
+	 * every Pod does. */
+	p = pod_get(d, ev->pod_uid, false);
+	if (!p && (!d->cfg.pod_known || d->cfg.pod_known(d->cfg.ud, ev->pod_uid)))
+		p = pod_get(d, ev->pod_uid, true);
 	if (!p)
 		return;
 	p->touched_ns = ev->time_ns;
@@ -195,6 +202,11 @@ void tl_drain_agent_endpoint(struct tl_drain_agent *d, const char *uid, const ch
 unsigned tl_drain_agent_waiters(const struct tl_drain_agent *d)
 {
 	return d ? d->npending : 0;
+}
+
+unsigned tl_drain_agent_pods(const struct tl_drain_agent *d)
+{
+	return d ? (unsigned)d->pods->count : 0;
 }
 
 /* ---- answers ---- */

@@ -60,6 +60,9 @@ void tl_drain_agent_endpoint(struct tl_drain_agent *d, const char *uid, const ch
 			     const char *service, bool ready, bool serving, bool terminating, int64_t t);
 /* Whether some wait is pending (the kernel counters need reading). */
 unsigned tl_drain_agent_waiters(const struct tl_drain_agent *d);
+/* Pods whose facts are kept now: those the API knows (pod_known), until
+ * their Pod ends (pod.deleted, pod.cgroups_removed) with no wait pending. */
+unsigned tl_drain_agent_pods(const struct tl_drain_agent *d);
 
 /* ---- waits ---- */
 
