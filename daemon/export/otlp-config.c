@@ -245,20 +245,25 @@ int tl_otlp_parse_resource_attrs(const char *s, struct tl_otlp_attr *ret, size_t
 	return 0;
 }
 
-int tl_otlp_parse_timeout(const char *s, uint32_t bare_unit_ms, uint32_t *ret_ms, char *why)
+int tl_otlp_parse_timeout(const char *s, bool env_form, uint32_t *ret_ms, char *why)
 {
 	unsigned long long v;
 	uint64_t ms;
 	char *end;
 
+	const char *what = env_form ? "is not a number of milliseconds"
+				    : "is not a duration (e.g. 10s or 500ms)";
+
 	if (!isdigit((unsigned char)s[0]))
-		return why_value(why, s, "is not a duration (e.g. 10s or 500ms)");
+		return why_value(why, s, what);
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno == ERANGE || v > TL_OTLP_MAX_TIMEOUT_MS)
 		return why_value(why, s, "is out of range (1ms..10m)");
 	if (*end == '\0')
-		ms = v * bare_unit_ms;
+		ms = env_form ? v : v * 1000;
+	else if (env_form)
+		return why_value(why, s, what);
 	else if (strcmp(end, "ms") == 0)
 		ms = v;
 	else if (strcmp(end, "s") == 0)
@@ -266,7 +271,7 @@ int tl_otlp_parse_timeout(const char *s, uint32_t bare_unit_ms, uint32_t *ret_ms
 	else if (strcmp(end, "m") == 0)
 		ms = v * 60000;
 	else
-		return why_value(why, s, "is not a duration (e.g. 10s or 500ms)");
+		return why_value(why, s, what);
 	if (ms < 1 || ms > TL_OTLP_MAX_TIMEOUT_MS)
 		return why_value(why, s, "is out of range (1ms..10m)");
 	*ret_ms = (uint32_t)ms;
@@ -407,14 +412,14 @@ int tl_otlp_config_resolve(const struct tl_otlp_settings *s, const char *(*geten
 
 	c->timeout_ms = TL_OTLP_DEFAULT_TIMEOUT_MS;
 	if (s->timeout) {
-		if (tl_otlp_parse_timeout(s->timeout, 1000, &c->timeout_ms, why) < 0) {
+		if (tl_otlp_parse_timeout(s->timeout, false, &c->timeout_ms, why) < 0) {
 			r = fail(err, errlen, "--otlp-timeout", why);
 			goto out;
 		}
 	} else if ((v = env2(&e, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT",
 			     &name))) {
 		/* the variable is a number of milliseconds */
-		if (tl_otlp_parse_timeout(v, 1, &c->timeout_ms, why) < 0) {
+		if (tl_otlp_parse_timeout(v, true, &c->timeout_ms, why) < 0) {
 			r = fail(err, errlen, name, why);
 			goto out;
 		}

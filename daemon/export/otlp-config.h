@@ -61,9 +61,10 @@ int tl_otlp_parse_protocol(const char *s, enum tl_otlp_protocol *ret, char *why)
  * ignored) into headers; names are HTTP tokens, values without control
  * characters. ret may be NULL (check only). */
 int tl_otlp_parse_headers(const char *s, struct tl_otlp_header *ret, size_t *ret_n, char *why);
-/* "10s", "1500ms", "2m", or a bare number of bare_unit_ms each (1000 for
- * the flag, 1 for OTEL_EXPORTER_OTLP_TIMEOUT), 1 ms .. 10 min. */
-int tl_otlp_parse_timeout(const char *s, uint32_t bare_unit_ms, uint32_t *ret_ms, char *why);
+/* "10s", "1500ms", "2m", or a bare number of seconds; with env_form
+ * (OTEL_EXPORTER_OTLP_TIMEOUT) a bare number of milliseconds only. 1 ms ..
+ * 10 min. */
+int tl_otlp_parse_timeout(const char *s, bool env_form, uint32_t *ret_ms, char *why);
 /* OTEL_RESOURCE_ATTRIBUTES: "key=value,..." percent-decoded. */
 int tl_otlp_parse_resource_attrs(const char *s, struct tl_otlp_attr *ret, size_t *ret_n,
 				 char *why);

@@ -529,12 +529,14 @@ static int span_for(const struct mapper *x, const char *type, int ci, int64_t t)
 	}
 	if (ci < 0)
 		return 0;
-	if (within(x, x->cx[ci].prestop, t))
-		return x->cx[ci].prestop;
+	/* the most specific phase: the proxy's drain lies within its stop;
+	 * SIGTERM itself, where the preStop ends, starts the stop */
 	if (within(x, x->cx[ci].drain, t))
 		return x->cx[ci].drain;
 	if (within(x, x->cx[ci].stop, t))
 		return x->cx[ci].stop;
+	if (within(x, x->cx[ci].prestop, t))
+		return x->cx[ci].prestop;
 	return 0;
 }
 
