@@ -4,7 +4,8 @@
  *   termline-otlp encode [--protocol P] [--logs] [--signal traces|logs] FILE
  *   termline-otlp send [--endpoint URL] [--protocol P] [--logs] [--headers H]
  *                      [--timeout D] [--certificate F] [--client-certificate F]
- *                      [--client-key F] [--insecure] FILE...
+ *                      [--client-key F] [--insecure] [--queue-bytes N]
+ *                      [--retry-initial-ms N] [--retry-max-elapsed-ms N] FILE...
  *
  * encode writes the request body the agent would send for FILE to stdout
  * and what it holds as one JSON line on stderr. send sends the documents as
@@ -34,7 +35,8 @@ static void usage(FILE *f)
 		"                     [--signal traces|logs] FILE\n"
 		"       " PROG " send [--endpoint URL] [--protocol P] [--logs] [--headers H]\n"
 		"                   [--timeout D] [--certificate F] [--client-certificate F]\n"
-		"                   [--client-key F] [--insecure] FILE...\n"
+		"                   [--client-key F] [--insecure] [--queue-bytes N]\n"
+		"                   [--retry-initial-ms N] [--retry-max-elapsed-ms N] FILE...\n"
 		"Closed timeline documents as OTLP (docs/export.md).\n"
 		"encode: the request body for FILE on stdout, its counts as JSON on stderr.\n"
 		"send: the documents to {endpoint}/v1/traces (and /v1/logs with --logs), as\n"
@@ -220,6 +222,8 @@ static int cmd_send(int argc, char **argv)
 					   {"insecure", no_argument, NULL, 'i'},
 					   {"logs", no_argument, NULL, 'l'},
 					   {"retry-initial-ms", required_argument, NULL, 'r'},
+					   {"retry-max-elapsed-ms", required_argument, NULL, 'E'},
+					   {"queue-bytes", required_argument, NULL, 'q'},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	struct tl_otlp_settings set = {0};
@@ -265,8 +269,23 @@ static int cmd_send(int argc, char **argv)
 			set.logs = true;
 			break;
 		case 'r':
-			xo.retry_initial_ms = (uint32_t)strtoul(optarg, NULL, 10);
+		case 'E':
+		case 'q': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+
+			if (*end || end == optarg || v == 0 || v > UINT32_MAX) {
+				fprintf(stderr, PROG ": '%s' is not a positive number\n", optarg);
+				return 2;
+			}
+			if (c == 'r')
+				xo.retry_initial_ms = (uint32_t)v;
+			else if (c == 'E')
+				xo.retry_max_elapsed_ms = (uint32_t)v;
+			else
+				set.queue_bytes = v;
 			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -8,6 +8,7 @@
 // Faults (--faults, comma-separated, one per request in arrival order; then
 // every request is answered 200):
 //   429:S        429 with Retry-After: S
+//   429date:S    429 with Retry-After: the HTTP-date S seconds from now
 //   503 502 504 500 400 413   that status, a short text body
 //   slow:MS      answer 200 after MS milliseconds
 //   disconnect   close the connection without an answer
@@ -82,10 +83,11 @@ const server = http.createServer((req, res) => {
       rec.status = 0;
       record(rec);
       req.socket.destroy();
-    } else if (kind === "429") {
+    } else if (kind === "429" || kind === "429date") {
       rec.status = 429;
       record(rec);
-      res.writeHead(429, { "Retry-After": val, "Content-Type": "text/plain" });
+      const after = kind === "429" ? val : new Date(Date.now() + Number(val) * 1000).toUTCString();
+      res.writeHead(429, { "Retry-After": after, "Content-Type": "text/plain" });
       res.end("slow down\n");
     } else {
       rec.status = Number(kind);
