@@ -14,7 +14,7 @@ const path = require("path");
 function loadRoot(modulesDir) {
   const dir = modulesDir || process.env.TERMLINE_OTLP_NODE_MODULES;
   if (!dir) throw new Error("no node_modules: pass --modules or set TERMLINE_OTLP_NODE_MODULES");
-  return require(path.join(dir, "@opentelemetry", "otlp-transformer", "build", "src", "generated", "root"));
+  return require(path.resolve(dir, "@opentelemetry", "otlp-transformer", "build", "src", "generated", "root"));
 }
 
 function types(root) {
