@@ -5,12 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <limits.h>
+#include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
+#include "child.h"
 #include "curl-multi.h"
 #include "fileio.h"
 #include "json-util.h"
@@ -42,8 +46,22 @@ struct pending {
 	char label[LABEL_MAX];
 };
 
+/* The helper encoding one document off the loop. */
+struct helper_run {
+	struct tl_child child;
+	char *path;
+	char *out;
+	size_t len, cap, max;
+	bool too_big;
+	struct tl_timer *poll; /* without a pidfd: polls its exit */
+};
+
 struct tl_otlp_exporter {
 	struct tl_loop *loop;
+	/* documents waiting for the helper (paths), and the one it encodes */
+	char **docq;
+	size_t docq_head, docq_n;
+	struct helper_run *run;
 	struct tl_otlp_config cfg;
 	struct tl_otlp_exporter_opts o;
 	struct tl_otlp_encode_opts enc;
@@ -107,6 +125,7 @@ static void pop(struct tl_otlp_exporter *x)
 }
 
 static void kick(struct tl_otlp_exporter *x);
+static int helper_add(struct tl_otlp_exporter *x, const char *path);
 
 static int seal(struct tl_otlp_exporter *x, enum tl_otlp_signal sig)
 {
@@ -264,6 +283,8 @@ int tl_otlp_exporter_add(struct tl_otlp_exporter *x, const char *path, const cha
 	char *buf = NULL;
 	int r = 0;
 
+	if (!text && path && x->o.helper)
+		return helper_add(x, path);
 	if (!text) {
 		if (!path)
 			return -EINVAL;
@@ -305,6 +326,298 @@ bad:
 	x->st.document_errors++;
 	report(x, &rep);
 	return 0;
+}
+
+/* ---- encoding off the loop (termline-otlp pieces) ---- */
+
+static void helper_next(struct tl_otlp_exporter *x);
+
+static void helper_end(struct tl_otlp_exporter *x)
+{
+	struct helper_run *h = x->run;
+
+	if (!h)
+		return;
+	if (h->child.out_fd >= 0) {
+		tl_loop_del_io(x->loop, h->child.out_fd);
+		close(h->child.out_fd);
+	}
+	if (h->child.pid_fd >= 0) {
+		tl_loop_del_io(x->loop, h->child.pid_fd);
+		close(h->child.pid_fd);
+	}
+	if (h->child.pid > 0)
+		tl_child_kill(&h->child);
+	tl_timer_free(h->poll);
+	free(h->path);
+	free(h->out);
+	free(h);
+	x->run = NULL;
+}
+
+static void bad_doc(struct tl_otlp_exporter *x, const char *label, const char *why)
+{
+	struct tl_otlp_report rep = {.what = TL_OTLP_BAD_DOC, .error = why, .label = label};
+
+	x->st.document_errors++;
+	report(x, &rep);
+}
+
+/* The helper's output as pieces (its format: termline-otlp.c, cmd_pieces). */
+static int helper_parse(struct tl_otlp_exporter *x, struct helper_run *h)
+{
+	struct tl_otlp_encoded e = {0};
+	char label[LABEL_MAX] = "", *p = h->out, *end = h->out + h->len;
+	size_t cap = 0;
+	int r = -EBADMSG;
+
+	while (p < end) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		int sig;
+		unsigned items;
+		size_t len;
+
+		if (!nl)
+			goto out;
+		*nl = '\0';
+		if (p[0] == 'L' && p[1] == ' ') {
+			snprintf(label, sizeof(label), "%s", p + 2);
+		} else if (p[0] == 'E') {
+			r = 0;
+			break;
+		} else if (sscanf(p, "P %d %u %zu", &sig, &items, &len) == 3 && (sig == 0 || sig == 1) &&
+			   len <= (size_t)(end - nl - 1)) {
+			struct tl_otlp_piece *pc = malloc(sizeof(*pc) + len), **q;
+
+			if (!pc) {
+				r = -ENOMEM;
+				goto out;
+			}
+			pc->signal = (enum tl_otlp_signal)sig;
+			pc->items = items;
+			pc->len = len;
+			memcpy(pc->data, nl + 1, len);
+			if (e.n_pieces == cap) {
+				cap = cap ? cap * 2 : 8;
+				q = realloc(e.pieces, cap * sizeof(*q));
+				if (!q) {
+					free(pc);
+					r = -ENOMEM;
+					goto out;
+				}
+				e.pieces = q;
+			}
+			e.pieces[e.n_pieces++] = pc;
+			nl += len;
+		} else {
+			goto out;
+		}
+		p = nl + 1;
+	}
+	if (r == 0)
+		r = queue_doc(x, label[0] ? label : h->path, &e);
+out:
+	if (r == -EBADMSG)
+		bad_doc(x, h->path, "termline-otlp's output is malformed");
+	tl_otlp_encoded_done(&e);
+	return r == -EBADMSG ? 0 : r;
+}
+
+static void helper_exited(struct tl_otlp_exporter *x)
+{
+	struct helper_run *h = x->run;
+	int status = 0, r;
+	char why[96];
+
+	r = tl_child_reap(&h->child, &status);
+	if (r == 0)
+		return; /* still running */
+	if (h->too_big) {
+		snprintf(why, sizeof(why), "its encoding is larger than the free room of the queue");
+		bad_doc(x, h->path, why);
+	} else if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		snprintf(why, sizeof(why), "termline-otlp failed (%s %d)",
+			 r < 0 ? "error" : WIFEXITED(status) ? "exit" : "signal",
+			 r < 0 ? -r : WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		bad_doc(x, h->path, why);
+	} else if (helper_parse(x, h) < 0) {
+		bad_doc(x, h->path, "out of memory");
+	}
+	helper_end(x);
+	helper_next(x);
+}
+
+static int helper_pid_cb(struct tl_loop *loop _unused_, int fd _unused_, uint32_t events _unused_,
+			 void *ud)
+{
+	helper_exited(ud);
+	return 0;
+}
+
+static void helper_poll_cb(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *ud)
+{
+	helper_exited(ud);
+}
+
+static int helper_out_cb(struct tl_loop *loop _unused_, int fd, uint32_t events _unused_, void *ud)
+{
+	struct tl_otlp_exporter *x = ud;
+	struct helper_run *h = x->run;
+
+	for (;;) {
+		ssize_t n;
+
+		if (h->len == h->cap) {
+			size_t c = h->cap ? h->cap * 2 : 64 * 1024;
+			char *q;
+
+			if (h->cap >= h->max) {
+				/* more than the queue could take: stop reading, stop it */
+				h->too_big = true;
+				tl_child_kill(&h->child);
+				break;
+			}
+			if (c > h->max)
+				c = h->max;
+			q = realloc(h->out, c);
+			if (!q) {
+				h->too_big = true;
+				tl_child_kill(&h->child);
+				break;
+			}
+			h->out = q;
+			h->cap = c;
+		}
+		n = read(fd, h->out + h->len, h->cap - h->len);
+		if (n > 0) {
+			h->len += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		break; /* EOF or an error: the output is complete */
+	}
+	tl_loop_del_io(x->loop, fd);
+	close(fd);
+	h->child.out_fd = -1;
+	if (h->child.pid <= 0 || h->child.pid_fd < 0 ||
+	    tl_loop_add_io(x->loop, h->child.pid_fd, EPOLLIN, helper_pid_cb, x) < 0) {
+		/* no pidfd to wait on: poll */
+		if (h->child.pid > 0 && tl_loop_add_timer(x->loop, 1, 20, helper_poll_cb, x, &h->poll) == 0)
+			return 0;
+		helper_exited(x);
+	}
+	return 0;
+}
+
+static void helper_next(struct tl_otlp_exporter *x)
+{
+	while (!x->run && x->docq_n) {
+		char *path = x->docq[x->docq_head];
+		struct helper_run *h;
+		char *argv[8 + 2 * TL_OTLP_MAX_RESOURCE_ATTRS], *envp[] = {NULL};
+		char *attr_args[TL_OTLP_MAX_RESOURCE_ATTRS] = {NULL};
+		int a = 0, r;
+
+		x->docq[x->docq_head] = NULL;
+		x->docq_head = (x->docq_head + 1) % TL_OTLP_MAX_PENDING_DOCS;
+		x->docq_n--;
+		h = calloc(1, sizeof(*h));
+		if (!h) {
+			bad_doc(x, path, "out of memory");
+			free(path);
+			continue;
+		}
+		h->path = path;
+		h->max = x->cfg.queue_bytes > x->st.queue_bytes
+				 ? (size_t)(x->cfg.queue_bytes - x->st.queue_bytes) + 4096
+				 : 4096;
+		argv[a++] = (char *)x->o.helper;
+		argv[a++] = "pieces";
+		argv[a++] = "--protocol";
+		argv[a++] = (char *)tl_otlp_protocol_name(x->cfg.protocol);
+		if (x->cfg.logs)
+			argv[a++] = "--logs";
+		argv[a++] = "--service-name";
+		argv[a++] = x->cfg.service_name ? x->cfg.service_name : "termline";
+		r = 0;
+		for (size_t i = 0; i < x->cfg.n_resource_attrs; i++) {
+			if (asprintf(&attr_args[i], "%s=%s", x->cfg.resource_attrs[i].key,
+				     x->cfg.resource_attrs[i].value) < 0) {
+				attr_args[i] = NULL;
+				r = -ENOMEM;
+				break;
+			}
+			argv[a++] = "--resource-attr";
+			argv[a++] = attr_args[i];
+		}
+		argv[a++] = path;
+		argv[a] = NULL;
+		if (r == 0)
+			r = tl_child_spawn(x->o.helper, false, argv, envp, &h->child);
+		for (size_t i = 0; i < x->cfg.n_resource_attrs; i++)
+			free(attr_args[i]);
+		x->run = h;
+		if (r < 0) {
+			h->child.out_fd = h->child.pid_fd = -1;
+			h->child.pid = -1;
+			bad_doc(x, path, r == -ENOMEM ? "out of memory" : "termline-otlp could not be started");
+			helper_end(x);
+			continue;
+		}
+		if (tl_loop_add_io(x->loop, h->child.out_fd, EPOLLIN, helper_out_cb, x) < 0) {
+			bad_doc(x, path, "cannot watch termline-otlp");
+			helper_end(x);
+			continue;
+		}
+	}
+}
+
+static int helper_add(struct tl_otlp_exporter *x, const char *path)
+{
+	char *p;
+
+	if (x->docq_n >= TL_OTLP_MAX_PENDING_DOCS) {
+		bad_doc(x, path, "more documents wait to be encoded than the exporter holds");
+		return 0;
+	}
+	if (!x->docq) {
+		x->docq = calloc(TL_OTLP_MAX_PENDING_DOCS, sizeof(*x->docq));
+		if (!x->docq)
+			return -ENOMEM;
+	}
+	p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	x->docq[(x->docq_head + x->docq_n) % TL_OTLP_MAX_PENDING_DOCS] = p;
+	x->docq_n++;
+	helper_next(x);
+	return 0;
+}
+
+char *tl_otlp_helper_find(void)
+{
+	static const char *const rel[] = {"termline-otlp", "export/termline-otlp",
+					  "../bin/termline-otlp"};
+	char exe[PATH_MAX], cand[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]);
+		if (access(cand, X_OK) == 0)
+			return strdup(cand);
+	}
+	return NULL;
 }
 
 /* ---- the request in flight ---- */
@@ -620,6 +933,10 @@ void tl_otlp_exporter_free(struct tl_otlp_exporter *x)
 {
 	if (!x)
 		return;
+	helper_end(x);
+	for (size_t i = 0; x->docq && i < x->docq_n; i++)
+		free(x->docq[(x->docq_head + i) % TL_OTLP_MAX_PENDING_DOCS]);
+	free(x->docq);
 	if (x->easy)
 		tl_curlm_remove(x->curlm, x->easy);
 	request_end(x);
@@ -644,7 +961,7 @@ void tl_otlp_exporter_free(struct tl_otlp_exporter *x)
 
 bool tl_otlp_exporter_idle(const struct tl_otlp_exporter *x)
 {
-	return !x->head && !x->pend[0].n && !x->pend[1].n && !x->easy;
+	return !x->head && !x->pend[0].n && !x->pend[1].n && !x->easy && !x->run && !x->docq_n;
 }
 
 void tl_otlp_exporter_stats(const struct tl_otlp_exporter *x, struct tl_otlp_stats *ret)

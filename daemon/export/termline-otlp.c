@@ -36,11 +36,12 @@ static void usage(FILE *f)
 		"       " PROG " send [--endpoint URL] [--protocol P] [--logs] [--headers H]\n"
 		"                   [--timeout D] [--certificate F] [--client-certificate F]\n"
 		"                   [--client-key F] [--insecure] [--queue-bytes N]\n"
-		"                   [--retry-initial-ms N] [--retry-max-elapsed-ms N] FILE...\n"
+		"                   [--retry-initial-ms N] [--retry-max-elapsed-ms N] [--in-child] FILE...\n"
 		"Closed timeline documents as OTLP (docs/export.md).\n"
 		"encode: the request body for FILE on stdout, its counts as JSON on stderr.\n"
 		"send: the documents to {endpoint}/v1/traces (and /v1/logs with --logs), as\n"
-		"  termlined sends them; unset options come from OTEL_EXPORTER_OTLP_*.\n"
+		"  termlined sends them; unset options come from OTEL_EXPORTER_OTLP_*;\n"
+		"  --in-child encodes each in a child process, as termlined does.\n"
 		"Exit status: 0 done (send: everything accepted), 1 send: something failed,\n"
 		"2 bad usage or an unreadable document.\n");
 }
@@ -175,6 +176,89 @@ out:
 	return r < 0 ? 2 : 0;
 }
 
+/* termline-otlp pieces: what the agent's exporter runs to encode a
+ * document off its loop (otlp-export.c reads this output):
+ *   L <label>\n, then per piece P <signal> <items> <length>\n<bytes>,
+ *   then E <spans> <span events> <requests not exported> <events dropped>\n
+ * Settings come as arguments: the agent gives its helpers an empty
+ * environment. */
+static int cmd_pieces(int argc, char **argv)
+{
+	static const struct option lo[] = {{"protocol", required_argument, NULL, 'p'},
+					   {"logs", no_argument, NULL, 'l'},
+					   {"service-name", required_argument, NULL, 's'},
+					   {"resource-attr", required_argument, NULL, 'a'},
+					   {NULL, 0, NULL, 0}};
+	struct tl_otlp_attr attrs[TL_OTLP_MAX_RESOURCE_ATTRS];
+	struct tl_otlp_encode_opts o = {.protocol = TL_OTLP_HTTP_PROTOBUF, .resource_attrs = attrs};
+	struct tl_otlp_encoded e = {0};
+	struct json_object *doc = NULL, *pod;
+	char why[TL_OTLP_WHY_MAX];
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (tl_otlp_parse_protocol(optarg, &o.protocol, why) < 0) {
+				fprintf(stderr, PROG ": --protocol: %s\n", why);
+				return 2;
+			}
+			break;
+		case 'l':
+			o.logs = true;
+			break;
+		case 's':
+			o.service_name = optarg;
+			break;
+		case 'a': {
+			char *eq = strchr(optarg, '=');
+
+			if (!eq || o.n_resource_attrs >= TL_OTLP_MAX_RESOURCE_ATTRS) {
+				fprintf(stderr, PROG ": --resource-attr: '%s' is not KEY=VALUE\n", optarg);
+				return 2;
+			}
+			*eq = '\0';
+			attrs[o.n_resource_attrs].key = optarg;
+			attrs[o.n_resource_attrs++].value = eq + 1;
+			break;
+		}
+		default:
+			return 2;
+		}
+	}
+	if (optind + 1 != argc)
+		return 2;
+	if (read_doc(argv[optind], &doc) < 0)
+		return 2;
+	r = tl_otlp_encode(doc, &o, &e);
+	if (r < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", argv[optind],
+			r == -EINVAL ? "not a timeline document" : strerror(-r));
+		json_object_put(doc);
+		return 2;
+	}
+	pod = json_object_object_get(doc, "pod");
+	if (json_object_is_type(json_object_object_get(pod, "namespace"), json_type_string) &&
+	    json_object_is_type(json_object_object_get(pod, "name"), json_type_string))
+		printf("L %s/%s\n", json_object_get_string(json_object_object_get(pod, "namespace")),
+		       json_object_get_string(json_object_object_get(pod, "name")));
+	else
+		printf("L %s\n", argv[optind]);
+	for (size_t i = 0; i < e.n_pieces; i++) {
+		const struct tl_otlp_piece *p = e.pieces[i];
+
+		printf("P %d %u %zu\n", (int)p->signal, p->items, p->len);
+		if (fwrite(p->data, 1, p->len, stdout) != p->len)
+			break;
+	}
+	printf("E %u %u %u %u\n", e.spans, e.span_events, e.requests_unexported, e.events_dropped);
+	r = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+	tl_otlp_encoded_done(&e);
+	json_object_put(doc);
+	return r;
+}
+
 static const char *const what_names[] = {"sent", "retrying", "failed", "dropped", "bad document"};
 
 static void on_report(void *ud, const struct tl_otlp_report *r, const struct tl_otlp_stats *s _unused_)
@@ -224,6 +308,7 @@ static int cmd_send(int argc, char **argv)
 					   {"retry-initial-ms", required_argument, NULL, 'r'},
 					   {"retry-max-elapsed-ms", required_argument, NULL, 'E'},
 					   {"queue-bytes", required_argument, NULL, 'q'},
+					   {"in-child", no_argument, NULL, 'K'},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	struct tl_otlp_settings set = {0};
@@ -234,8 +319,8 @@ static int cmd_send(int argc, char **argv)
 	struct tl_timer *idle = NULL;
 	struct tl_otlp_stats st;
 	struct waiter w;
-	bool bad = false;
-	char err[512];
+	bool bad = false, in_child = false;
+	char err[512], *helper = NULL;
 	int c, r, rc = 2;
 
 	optind = 1;
@@ -267,6 +352,9 @@ static int cmd_send(int argc, char **argv)
 			break;
 		case 'l':
 			set.logs = true;
+			break;
+		case 'K':
+			in_child = true;
 			break;
 		case 'r':
 		case 'E':
@@ -309,6 +397,15 @@ static int cmd_send(int argc, char **argv)
 	}
 	xo.report = on_report;
 	xo.ud = &bad;
+	if (in_child) {
+		/* as termlined does it: each document encoded by a child */
+		helper = tl_otlp_helper_find();
+		if (!helper) {
+			fprintf(stderr, PROG ": --in-child: termline-otlp not found next to itself\n");
+			goto out;
+		}
+		xo.helper = helper;
+	}
 	if (tl_loop_new(&loop) < 0 || tl_otlp_exporter_new(loop, &cfg, &xo, &x) < 0) {
 		fprintf(stderr, PROG ": cannot start: %s\n", strerror(ENOMEM));
 		goto out;
@@ -339,6 +436,7 @@ out:
 	tl_otlp_exporter_free(x);
 	tl_loop_free(loop);
 	tl_otlp_config_free(&cfg);
+	free(helper);
 	return rc;
 }
 
@@ -352,6 +450,8 @@ int main(int argc, char **argv)
 		return cmd_encode(argc - 1, argv + 1);
 	if (strcmp(argv[1], "send") == 0)
 		return cmd_send(argc - 1, argv + 1);
+	if (strcmp(argv[1], "pieces") == 0)
+		return cmd_pieces(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(stdout);
 		return 0;

@@ -95,6 +95,26 @@ def faults_cost_nothing(work, docs, want_spans, want_logs):
     return with_receiver(work, "429:1,429date:2,503,disconnect,slow:2500,502,504", run)
 
 
+def in_child(work, docs, want_spans, want_logs):
+    """Documents encoded by termline-otlp pieces in a child, as termlined
+    does: the same spans and records, and a bad document reported."""
+    bad = os.path.join(work, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"pod": {}}')
+
+    def run(rec):
+        rc, st, err = send(docs + [bad], "--endpoint", rec.endpoint, "--logs", "--in-child",
+                           env={"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test"})
+        assert rc == 1 and st["documentErrors"] == 1 and "bad.json" in err, (rc, st, err)
+        spans, logs = arrived(rec)
+        assert spans == want_spans and len(logs) == want_logs, (len(spans), len(logs))
+        for r in rec.accepted():
+            for rs in r["request"]["resourceSpans"]:
+                ra = O.attrs(rs["resource"]["attributes"])
+                assert ra["deployment.environment"] == "test" and ra["service.name"] == "termline", ra
+    with_receiver(work, "503", run)
+
+
 def json_protocol(work, docs, want_spans):
     def run(rec):
         rc, st, err = send(docs, "--endpoint", rec.endpoint + "/", "--protocol", "http/json")
@@ -174,6 +194,7 @@ def main():
         docs.append(rich)
         want_spans, want_logs = expected(docs, logs=True)
         st = faults_cost_nothing(work, docs, want_spans, want_logs)
+        in_child(work, docs, want_spans, want_logs)
         json_protocol(work, docs, want_spans)
         bad_request_not_retried(work, docs, want_spans)
         partial_success(work, docs, want_spans)
