@@ -16,11 +16,6 @@
 /* A response is read up to this (the exporter caps what it keeps too). */
 #define RESPONSE_MAX (64 * 1024)
 
-const char *tl_otlp_protocol_name(enum tl_otlp_protocol p)
-{
-	return p == TL_OTLP_HTTP_JSON ? "http/json" : "http/protobuf";
-}
-
 const char *tl_otlp_content_type(enum tl_otlp_protocol p)
 {
 	return p == TL_OTLP_HTTP_JSON ? "application/json" : "application/x-protobuf";

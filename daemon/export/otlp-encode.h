@@ -15,21 +15,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct json_object;
+#include "otlp-config.h"
 
-enum tl_otlp_protocol {
-	TL_OTLP_HTTP_PROTOBUF = 0,
-	TL_OTLP_HTTP_JSON = 1,
-};
+struct json_object;
 
 enum tl_otlp_signal {
 	TL_OTLP_TRACES = 0,
 	TL_OTLP_LOGS = 1,
-};
-
-/* A resource attribute from OTEL_RESOURCE_ATTRIBUTES (a string). */
-struct tl_otlp_attr {
-	const char *key, *value;
 };
 
 /* Limits on what one document becomes (past them: counted, not sent). */
@@ -96,5 +88,4 @@ int64_t tl_otlp_rejected(enum tl_otlp_protocol p, enum tl_otlp_signal s, const c
  * of SHA-256("termline trace " uid). */
 void tl_otlp_trace_id(const char *uid, uint8_t ret[16]);
 
-const char *tl_otlp_protocol_name(enum tl_otlp_protocol p);
 const char *tl_otlp_content_type(enum tl_otlp_protocol p);

@@ -24,6 +24,7 @@
 
 #include "loop.h"
 #include "otlp-config.h"
+#include "otlp-encode.h"
 
 #define TL_OTLP_BATCH_DELAY_MS 1000
 #define TL_OTLP_BATCH_ITEMS 512

@@ -546,3 +546,8 @@ int tl_otlp_config_copy(struct tl_otlp_config *dst, const struct tl_otlp_config 
 		tl_otlp_config_free(dst);
 	return r;
 }
+
+const char *tl_otlp_protocol_name(enum tl_otlp_protocol p)
+{
+	return p == TL_OTLP_HTTP_JSON ? "http/json" : "http/protobuf";
+}

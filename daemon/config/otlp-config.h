@@ -12,7 +12,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "otlp-encode.h"
+enum tl_otlp_protocol {
+	TL_OTLP_HTTP_PROTOBUF = 0,
+	TL_OTLP_HTTP_JSON = 1,
+};
+
+/* A resource attribute from OTEL_RESOURCE_ATTRIBUTES (a string). */
+struct tl_otlp_attr {
+	const char *key, *value;
+};
 
 #define TL_OTLP_DEFAULT_TIMEOUT_MS 10000
 #define TL_OTLP_DEFAULT_QUEUE_BYTES (16ULL << 20)
@@ -75,5 +83,7 @@ int tl_otlp_parse_resource_attrs(const char *s, struct tl_otlp_attr *ret, size_t
 int tl_otlp_config_resolve(const struct tl_otlp_settings *s, const char *(*getenv_fn)(const char *),
 			   struct tl_otlp_config *c, char *err, size_t errlen);
 void tl_otlp_config_free(struct tl_otlp_config *c);
+/* "http/protobuf" or "http/json". */
+const char *tl_otlp_protocol_name(enum tl_otlp_protocol p);
 /* A deep copy into dst (zeroed). 0 or -ENOMEM. */
 int tl_otlp_config_copy(struct tl_otlp_config *dst, const struct tl_otlp_config *src);
