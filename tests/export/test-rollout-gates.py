@@ -26,13 +26,14 @@ SRC = os.environ.get("TERMLINE_SOURCE_ROOT",
 EXAMPLES = os.path.join(SRC, "manifests", "examples")
 sys.path.insert(0, os.path.join(SRC, "tests", "e2e"))
 
-# termlined's metrics the examples may use: family -> (type, labels).
+# termlined's metrics the examples may use: family -> (type, labels), as
+# docs/export.md lists them.
 METRICS = {
     "termline_terminations_total": ("counter", {"namespace", "workload"}),
     "termline_termination_failed_requests_total": ("counter", {"namespace", "workload", "rule"}),
-    "termline_terminations_by_outcome_total": ("counter", {"namespace", "workload", "outcome"}),
-    "termline_endpoint_removal_lag_seconds": ("histogram", {"namespace", "workload", "le"}),
-    "termline_drain_wait_seconds": ("histogram", {"namespace", "workload", "le"}),
+    "termline_terminations_by_outcome_total": ("counter", {"outcome"}),
+    "termline_endpoint_removal_lag_seconds": ("histogram", {"le"}),
+    "termline_drain_wait_seconds": ("histogram", {"le"}),
     "termline_otlp_spans_sent_total": ("counter", set()),
     "termline_otlp_spans_failed_total": ("counter", set()),
     "termline_otlp_spans_dropped_total": ("counter", set()),
