@@ -19,6 +19,7 @@
 #include "fileio.h"
 #include "json-util.h"
 #include "macro.h"
+#include "metrics.h"
 #include "otlp-export.h"
 #include "termline-config.h"
 
@@ -969,56 +970,62 @@ void tl_otlp_exporter_stats(const struct tl_otlp_exporter *x, struct tl_otlp_sta
 	*ret = x->st;
 }
 
+/* The counts' names and help: one table for both ways of showing them. */
+static const struct {
+	const char *name, *help;
+	size_t off;
+} counters[] = {
+	{"termline_otlp_spans_sent_total", "Spans the OTLP receiver accepted.",
+	 offsetof(struct tl_otlp_stats, sent[TL_OTLP_TRACES])},
+	{"termline_otlp_spans_failed_total",
+	 "Spans the receiver refused, or that still failed when the retries ran out.",
+	 offsetof(struct tl_otlp_stats, failed[TL_OTLP_TRACES])},
+	{"termline_otlp_spans_dropped_total",
+	 "Spans never sent: the export queue was full, or the agent stopped.",
+	 offsetof(struct tl_otlp_stats, dropped[TL_OTLP_TRACES])},
+	{"termline_otlp_log_records_sent_total", "Log records the OTLP receiver accepted.",
+	 offsetof(struct tl_otlp_stats, sent[TL_OTLP_LOGS])},
+	{"termline_otlp_log_records_failed_total",
+	 "Log records the receiver refused, or that still failed when the retries ran out.",
+	 offsetof(struct tl_otlp_stats, failed[TL_OTLP_LOGS])},
+	{"termline_otlp_log_records_dropped_total",
+	 "Log records never sent: the export queue was full, or the agent stopped.",
+	 offsetof(struct tl_otlp_stats, dropped[TL_OTLP_LOGS])},
+	{"termline_otlp_requests_total", "OTLP requests that got an answer or a transport error.",
+	 offsetof(struct tl_otlp_stats, requests)},
+	{"termline_otlp_retries_total",
+	 "OTLP requests tried again after 429, 502, 503, 504 or a transport error.",
+	 offsetof(struct tl_otlp_stats, retries)},
+	{"termline_otlp_documents_total", "Closed timeline documents encoded for export.",
+	 offsetof(struct tl_otlp_stats, documents)},
+	{"termline_otlp_document_errors_total",
+	 "Closed timeline documents that could not be read or encoded.",
+	 offsetof(struct tl_otlp_stats, document_errors)},
+};
+
+#define QUEUE_LENGTH_HELP "Spans and log records waiting to be sent."
+#define QUEUE_BYTES_HELP "Bytes of encoded requests waiting to be sent."
+
+static uint64_t count_of(const struct tl_otlp_stats *s, size_t i)
+{
+	return *(const uint64_t *)((const char *)s + counters[i].off);
+}
+
 int tl_otlp_metrics_write(const struct tl_otlp_stats *s, FILE *out)
 {
-	static const struct {
-		const char *name, *help;
-		size_t off;
-		bool per_signal;
-	} counters[] = {
-		{"termline_otlp_spans_sent_total", "Spans the OTLP receiver accepted.",
-		 offsetof(struct tl_otlp_stats, sent[TL_OTLP_TRACES]), false},
-		{"termline_otlp_spans_failed_total",
-		 "Spans the receiver refused, or that still failed when the retries ran out.",
-		 offsetof(struct tl_otlp_stats, failed[TL_OTLP_TRACES]), false},
-		{"termline_otlp_spans_dropped_total",
-		 "Spans never sent: the export queue was full, or the agent stopped.",
-		 offsetof(struct tl_otlp_stats, dropped[TL_OTLP_TRACES]), false},
-		{"termline_otlp_log_records_sent_total", "Log records the OTLP receiver accepted.",
-		 offsetof(struct tl_otlp_stats, sent[TL_OTLP_LOGS]), false},
-		{"termline_otlp_log_records_failed_total",
-		 "Log records the receiver refused, or that still failed when the retries ran out.",
-		 offsetof(struct tl_otlp_stats, failed[TL_OTLP_LOGS]), false},
-		{"termline_otlp_log_records_dropped_total",
-		 "Log records never sent: the export queue was full, or the agent stopped.",
-		 offsetof(struct tl_otlp_stats, dropped[TL_OTLP_LOGS]), false},
-		{"termline_otlp_requests_total", "OTLP requests that got an answer or a transport error.",
-		 offsetof(struct tl_otlp_stats, requests), false},
-		{"termline_otlp_retries_total",
-		 "OTLP requests tried again after 429, 502, 503, 504 or a transport error.",
-		 offsetof(struct tl_otlp_stats, retries), false},
-		{"termline_otlp_documents_total", "Closed timeline documents encoded for export.",
-		 offsetof(struct tl_otlp_stats, documents), false},
-		{"termline_otlp_document_errors_total",
-		 "Closed timeline documents that could not be read or encoded.",
-		 offsetof(struct tl_otlp_stats, document_errors), false},
-	};
 	int r = 0;
 
-	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
-		uint64_t v = *(const uint64_t *)((const char *)s + counters[i].off);
-
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
 		if (fprintf(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counters[i].name,
 			    counters[i].help, counters[i].name, counters[i].name,
-			    (unsigned long long)v) < 0)
+			    (unsigned long long)count_of(s, i)) < 0)
 			r = -EIO;
-	}
 	if (fprintf(out,
-		    "# HELP termline_otlp_queue_length Spans and log records waiting to be sent.\n"
+		    "# HELP termline_otlp_queue_length " QUEUE_LENGTH_HELP "\n"
 		    "# TYPE termline_otlp_queue_length gauge\n"
 		    "termline_otlp_queue_length{signal=\"traces\"} %llu\n"
 		    "termline_otlp_queue_length{signal=\"logs\"} %llu\n"
-		    "# HELP termline_otlp_queue_bytes Bytes of encoded requests waiting to be sent.\n"
+		    "# HELP termline_otlp_queue_bytes " QUEUE_BYTES_HELP "\n"
 		    "# TYPE termline_otlp_queue_bytes gauge\n"
 		    "termline_otlp_queue_bytes %llu\n",
 		    (unsigned long long)s->queued[TL_OTLP_TRACES],
@@ -1026,4 +1033,23 @@ int tl_otlp_metrics_write(const struct tl_otlp_stats *s, FILE *out)
 		    (unsigned long long)s->queue_bytes) < 0)
 		r = -EIO;
 	return r;
+}
+
+void tl_otlp_metrics_publish(const struct tl_otlp_stats *s)
+{
+	static bool described;
+
+	if (!described) {
+		for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+			tl_metric_describe(counters[i].name, TL_METRIC_COUNTER, counters[i].help);
+		tl_metric_describe("termline_otlp_queue_length", TL_METRIC_GAUGE, QUEUE_LENGTH_HELP);
+		tl_metric_describe("termline_otlp_queue_bytes", TL_METRIC_GAUGE, QUEUE_BYTES_HELP);
+		described = true;
+	}
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+		tl_metric_set(counters[i].name, NULL, (int64_t)count_of(s, i));
+	tl_metric_set("termline_otlp_queue_length", "signal=\"traces\"",
+		      (int64_t)s->queued[TL_OTLP_TRACES]);
+	tl_metric_set("termline_otlp_queue_length", "signal=\"logs\"", (int64_t)s->queued[TL_OTLP_LOGS]);
+	tl_metric_set("termline_otlp_queue_bytes", NULL, (int64_t)s->queue_bytes);
 }

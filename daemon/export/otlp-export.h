@@ -118,3 +118,6 @@ void tl_otlp_exporter_stats(const struct tl_otlp_exporter *x, struct tl_otlp_sta
  * termline_otlp_queue_length{signal}, termline_otlp_queue_bytes. 0 or
  * -EIO. */
 int tl_otlp_metrics_write(const struct tl_otlp_stats *s, FILE *out);
+/* The same counts into the agent's registry (core/metrics.h), described
+ * on the first call: what termlined's /metrics serves. */
+void tl_otlp_metrics_publish(const struct tl_otlp_stats *s);
