@@ -13,10 +13,12 @@
  * variables for what the flags leave unset): a backfill of documents whose
  * export failed, or whose agent ran without an endpoint. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -229,6 +231,13 @@ static int cmd_pieces(int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return 2;
+	/* The agent's end of the pipe is non-blocking, and so may be this
+	 * one (one pipe2() made both): a full pipe is waited for here. */
+	c = fcntl(STDOUT_FILENO, F_GETFL);
+	if (c < 0 || ((c & O_NONBLOCK) && fcntl(STDOUT_FILENO, F_SETFL, c & ~O_NONBLOCK) < 0)) {
+		fprintf(stderr, PROG ": stdout: %s\n", strerror(errno));
+		return 2;
+	}
 	if (read_doc(argv[optind], &doc) < 0)
 		return 2;
 	r = tl_otlp_encode(doc, &o, &e);

@@ -192,6 +192,11 @@ def main():
         rich = os.path.join(work, "rich.json")
         O.write_doc(rich, O.rich_doc())
         docs.append(rich)
+        # more than a pipe holds (64 KiB): termline-otlp pieces writes to a
+        # pipe the exporter reads without blocking
+        big = os.path.join(work, "big.json")
+        O.write_doc(big, O.rich_doc(uid="5e5e5e5e-0000-4000-8000-0000000b1650", n_extra_requests=400))
+        docs.append(big)
         want_spans, want_logs = expected(docs, logs=True)
         st = faults_cost_nothing(work, docs, want_spans, want_logs)
         in_child(work, docs, want_spans, want_logs)
