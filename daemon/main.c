@@ -7,6 +7,8 @@
  * and hands it to the timeline store. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <glob.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "options.h"
+#include "otlp-export.h"
 #include "termline-config.h"
 #include "timeline.h"
 #include "macro.h"
@@ -70,7 +73,162 @@ struct agent {
 		struct tl_metric *events[TL_KIND_MAX][TL_SRC_MAX];
 		struct tl_metric *unattributed, *ip_track_errors, *conn_poll_errors;
 	} m;
+	struct tl_otlp_exporter *otlp; /* --otlp-endpoint (docs/export.md) */
+	char *otlp_helper;
+	/* Timelines closing, until their document is on disk (OTLP only). */
+	struct otlp_watch {
+		char uid[TL_UID_MAX];
+		uint64_t deadline_ms;
+	} *otlp_watch;
+	size_t n_otlp_watch;
+	struct tl_timer *otlp_watch_timer;
 };
+
+/* ---- OTLP export (daemon/export) ---- */
+
+/* Documents of timelines that close are looked for this long. */
+#define OTLP_WATCH_MS 120000
+#define OTLP_WATCH_MAX 4096
+#define OTLP_WATCH_POLL_MS 250
+
+static void otlp_report(void *ud _unused_, const struct tl_otlp_report *r, const struct tl_otlp_stats *s)
+{
+	const char *what = r->signal == TL_OTLP_TRACES ? "spans" : "log records";
+
+	tl_otlp_metrics_publish(s);
+	switch (r->what) {
+	case TL_OTLP_SENT:
+		if (r->rejected)
+			tl_warn("OTLP: %s: the receiver rejected %lld of %u %s: %s", r->label,
+				(long long)r->rejected, r->items, what, r->error ? r->error : "");
+		else
+			tl_debug("OTLP: %s: %u %s sent", r->label, r->items, what);
+		break;
+	case TL_OTLP_RETRYING:
+		tl_info("OTLP: %s: %u %s not sent (%s%ld%s%s), again in %u ms", r->label, r->items, what,
+			r->status ? "HTTP " : "", r->status, r->error && r->error[0] ? ": " : "",
+			r->error ? r->error : "", r->retry_ms);
+		break;
+	case TL_OTLP_FAILED:
+		tl_warn("OTLP: %s: %u %s could not be sent (%s%ld%s%s); the documents on disk keep them",
+			r->label, r->items, what, r->status ? "HTTP " : "", r->status,
+			r->error && r->error[0] ? ": " : "", r->error ? r->error : "");
+		break;
+	case TL_OTLP_DROPPED:
+		tl_warn("OTLP: %s: %u %s dropped: the export queue is full (otlp-queue-bytes)", r->label,
+			r->items, what);
+		break;
+	case TL_OTLP_BAD_DOC:
+		tl_warn("OTLP: %s: not exported: %s", r->label, r->error ? r->error : "");
+		break;
+	}
+}
+
+/* A closed timeline's document is at path: export it. */
+static void otlp_document_closed(struct agent *a, const char *path)
+{
+	if (a->otlp && tl_otlp_exporter_add(a->otlp, path, NULL, 0) < 0)
+		tl_warn("OTLP: %s: not exported: out of memory", path);
+}
+
+/* Until the store reports each document it wrote, the documents of the
+ * timelines that started to close are looked for on disk. */
+static bool otlp_find_document(struct agent *a, const char *uid)
+{
+	char pat[PATH_MAX];
+	glob_t g;
+	bool found = false;
+
+	if (snprintf(pat, sizeof(pat), "%s/timelines/*/*_%s.json", a->opts.state_dir, uid) >=
+	    (int)sizeof(pat))
+		return true; /* never to be found: stop looking */
+	if (glob(pat, 0, NULL, &g) == 0 && g.gl_pathc > 0) {
+		otlp_document_closed(a, g.gl_pathv[0]);
+		found = true;
+	}
+	globfree(&g);
+	if (!found && snprintf(pat, sizeof(pat), "%s/timelines/_unknown/%s.json", a->opts.state_dir,
+			       uid) < (int)sizeof(pat) &&
+	    access(pat, F_OK) == 0) {
+		otlp_document_closed(a, pat);
+		found = true;
+	}
+	return found;
+}
+
+static void otlp_watch_cb(struct tl_loop *loop _unused_, struct tl_timer *t, void *ud)
+{
+	struct agent *a = ud;
+	uint64_t now = tl_now_mono_ms();
+	size_t k = 0;
+
+	for (size_t i = 0; i < a->n_otlp_watch; i++) {
+		struct otlp_watch *w = &a->otlp_watch[i];
+
+		if (otlp_find_document(a, w->uid))
+			continue;
+		if (now > w->deadline_ms) {
+			tl_warn("OTLP: timeline %s: no document after %d s: not exported", w->uid,
+				OTLP_WATCH_MS / 1000);
+			continue;
+		}
+		a->otlp_watch[k++] = *w;
+	}
+	a->n_otlp_watch = k;
+	if (!k)
+		tl_timer_disarm(t);
+}
+
+static void otlp_watch_add(struct agent *a, const char *uid)
+{
+	struct otlp_watch *w;
+
+	for (size_t i = 0; i < a->n_otlp_watch; i++)
+		if (strcmp(a->otlp_watch[i].uid, uid) == 0)
+			return;
+	if (a->n_otlp_watch >= OTLP_WATCH_MAX) {
+		tl_warn("OTLP: timeline %s: not exported: %d timelines closing at once", uid,
+			OTLP_WATCH_MAX);
+		return;
+	}
+	if (!a->otlp_watch) {
+		a->otlp_watch = calloc(OTLP_WATCH_MAX, sizeof(*a->otlp_watch));
+		if (!a->otlp_watch)
+			return;
+	}
+	w = &a->otlp_watch[a->n_otlp_watch++];
+	snprintf(w->uid, sizeof(w->uid), "%s", uid);
+	w->deadline_ms = tl_now_mono_ms() + OTLP_WATCH_MS;
+	tl_timer_arm(a->otlp_watch_timer, OTLP_WATCH_POLL_MS, OTLP_WATCH_POLL_MS);
+}
+
+/* A start step (below): 0, or exit status 1. */
+static int start_otlp(struct agent *a)
+{
+	const struct tl_otlp_config *c = &a->opts.otlp;
+	struct tl_otlp_exporter_opts xo = { .report = otlp_report, .ud = a };
+	struct tl_otlp_stats zero = { 0 };
+	int r;
+
+	if (!c->enabled)
+		return 0;
+	tl_otlp_metrics_publish(&zero);
+	/* documents are encoded by termline-otlp, off the loop */
+	a->otlp_helper = tl_otlp_helper_find();
+	if (!a->otlp_helper)
+		tl_warn("OTLP: termline-otlp not found next to termlined: documents are encoded on the loop");
+	xo.helper = a->otlp_helper;
+	r = tl_otlp_exporter_new(a->loop, c, &xo, &a->otlp);
+	if (r == 0)
+		r = tl_loop_add_timer(a->loop, 0, 0, otlp_watch_cb, a, &a->otlp_watch_timer);
+	if (r < 0) {
+		tl_error("OTLP export: %s", strerror(-r));
+		return 1;
+	}
+	tl_info("OTLP export: %s to %s%s%s", tl_otlp_protocol_name(c->protocol), c->traces_url,
+		c->logs ? " and " : "", c->logs ? c->logs_url : "");
+	return 0;
+}
 
 /* A series per kind and source, registered as it is first seen: counting
  * is on every event's path. */
@@ -151,6 +309,8 @@ static void timeline_closing(void *ud, const char *uid)
 	struct agent *a = ud;
 
 	tl_capture_flush_pod(a->capture, uid);
+	if (a->otlp)
+		otlp_watch_add(a, uid);
 }
 
 static void sink_emit(void *userdata, struct tl_event *ev)
@@ -724,7 +884,8 @@ static int start_timers(struct agent *a)
 
 static int (*const start_steps[])(struct agent *a) = {
 	start_metrics, start_clock,  start_loop,    start_emit_events, start_api,  start_bpf,
-	start_cgroups, start_timelines, start_capture, start_drain,     start_http, start_timers,
+	start_cgroups, start_otlp,    start_timelines,   start_capture, start_drain, start_http,
+	start_timers,
 };
 
 static int agent_start(struct agent *a)
@@ -807,6 +968,10 @@ static void agent_stop(struct agent *a)
 	if (a->timelines)
 		tl_timelines_flush(a->timelines);
 	tl_timelines_free(a->timelines);
+	tl_otlp_exporter_free(a->otlp);
+	tl_timer_free(a->otlp_watch_timer);
+	free(a->otlp_watch);
+	free(a->otlp_helper);
 	tl_kube_free(a->kube);
 	tl_cgroup_map_free(a->cgroups);
 	tl_attr_free(a->attr);

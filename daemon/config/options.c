@@ -65,6 +65,16 @@ enum opt_id {
 	OPT_HTTP_CAPTURE,
 	OPT_HTTP_PREFIX_BYTES,
 	OPT_ACCESS_LOG_CONTAINER,
+	OPT_OTLP_ENDPOINT,
+	OPT_OTLP_PROTOCOL,
+	OPT_OTLP_HEADERS,
+	OPT_OTLP_TIMEOUT,
+	OPT_OTLP_CERTIFICATE,
+	OPT_OTLP_CLIENT_CERTIFICATE,
+	OPT_OTLP_CLIENT_KEY,
+	OPT_OTLP_INSECURE,
+	OPT_OTLP_LOGS,
+	OPT_OTLP_QUEUE_BYTES,
 	OPT_VERSION,
 	OPT_HELP,
 	OPT_COUNT
@@ -83,6 +93,7 @@ enum opt_kind {
 	KIND_SIGNALS,	/* uint64_t mask of signal numbers */
 	KIND_HTTP_CAPTURE, /* enum tl_http_capture_mode */
 	KIND_CONTAINER,	/* char *, a container name (DNS-1123 label) */
+	KIND_OTLP,	/* char *, checked by the OTLP exporter's parser for the option */
 	KIND_CONFIG,	/* --config: command line only */
 	KIND_ACTION,	/* --help, --version */
 };
@@ -157,6 +168,37 @@ static const struct opt_def opt_defs[OPT_COUNT] = {
     [OPT_ACCESS_LOG_CONTAINER] = {"access-log-container", KIND_CONTAINER, OFF(access_log_container),
 				  0, 0, NULL, "NAME", TL_DEFAULT_ACCESS_LOG_CONTAINER,
 				  "container whose log holds the proxy's access log"},
+    /* OTLP export (docs/export.md); what none of these set comes from the
+     * OTEL_EXPORTER_OTLP_* variables (tl_otlp_config_resolve) */
+    [OPT_OTLP_ENDPOINT] = {"otlp-endpoint", KIND_OTLP, OFF(otlp_endpoint), 0, 0, NULL, "URL",
+			   "$OTEL_EXPORTER_OTLP_ENDPOINT, else off",
+			   "OTLP/HTTP collector: traces to URL/v1/traces", .def_described = true},
+    [OPT_OTLP_PROTOCOL] = {"otlp-protocol", KIND_OTLP, OFF(otlp_protocol), 0, 0, NULL, "PROTO",
+			   "$OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf",
+			   "http/protobuf or http/json", .def_described = true},
+    [OPT_OTLP_HEADERS] = {"otlp-headers", KIND_OTLP, OFF(otlp_headers), 0, 0, NULL, "K=V,...",
+			  "$OTEL_EXPORTER_OTLP_HEADERS, else none",
+			  "headers of every OTLP request (values %-encoded)", .def_described = true},
+    [OPT_OTLP_TIMEOUT] = {"otlp-timeout", KIND_OTLP, OFF(otlp_timeout), 0, 0, NULL, "DURATION",
+			  "$OTEL_EXPORTER_OTLP_TIMEOUT (ms), else 10s",
+			  "time for one OTLP request (10s, 500ms)", .def_described = true},
+    [OPT_OTLP_CERTIFICATE] = {"otlp-certificate", KIND_PATH, OFF(otlp_certificate), 0, 0, NULL,
+			      "FILE", "$OTEL_EXPORTER_OTLP_CERTIFICATE, else the system's",
+			      "CA bundle that verifies the collector", .def_described = true},
+    [OPT_OTLP_CLIENT_CERTIFICATE] = {"otlp-client-certificate", KIND_PATH,
+				     OFF(otlp_client_certificate), 0, 0, NULL, "FILE",
+				     "$OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, else none",
+				     "client certificate (PEM) for mutual TLS", .def_described = true},
+    [OPT_OTLP_CLIENT_KEY] = {"otlp-client-key", KIND_PATH, OFF(otlp_client_key), 0, 0, NULL, "FILE",
+			     "$OTEL_EXPORTER_OTLP_CLIENT_KEY, else none",
+			     "its private key (PEM)", .def_described = true},
+    [OPT_OTLP_INSECURE] = {"otlp-insecure", KIND_BOOL, OFF(otlp_insecure), 0, 0, NULL, NULL, "false",
+			   "do not verify the collector's TLS certificate"},
+    [OPT_OTLP_LOGS] = {"otlp-logs", KIND_BOOL, OFF(otlp_logs), 0, 0, NULL, NULL, "false",
+		       "also send every event as an OTLP log record (URL/v1/logs)"},
+    [OPT_OTLP_QUEUE_BYTES] = {"otlp-queue-bytes", KIND_BYTES, OFF(otlp_queue_bytes), 1ULL << 20,
+			      1ULL << 30, "bytes", "BYTES", "16Mi",
+			      "encoded OTLP data waiting at most; past it, dropped and counted"},
     [OPT_VERSION] = {"version", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL,
 		     "print the version and exit"},
     [OPT_HELP] = {"help", KIND_ACTION, 0, 0, 0, NULL, NULL, NULL, "print this help and exit"},
@@ -441,6 +483,43 @@ static int parse_bool(const char *val, bool *ret)
 	return -EINVAL;
 }
 
+/* 1048576 -> "1Mi", 1125899906842624 -> "1024Ti" */
+static void fmt_size(char *buf, size_t len, uint64_t v)
+{
+	static const char *const suffix[] = {"Ti", "Gi", "Mi", "Ki"};
+
+	for (int i = 0; i < 4; i++) {
+		uint64_t unit = 1ULL << (40 - 10 * i);
+
+		if (v >= unit && v % unit == 0 && (i == 0 || v / unit < 1024)) {
+			snprintf(buf, len, "%llu%s", (unsigned long long)(v / unit), suffix[i]);
+			return;
+		}
+	}
+	snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+/* The OTLP exporter's own parser for each of its values (otlp-config.h). */
+static int otlp_check(const struct opt_def *d, const char *val, char *why)
+{
+	char w[TL_OTLP_WHY_MAX];
+	enum tl_otlp_protocol p;
+	uint32_t ms;
+	int r = -EINVAL;
+
+	if (d->offset == OFF(otlp_endpoint))
+		r = tl_otlp_check_url(val, w);
+	else if (d->offset == OFF(otlp_protocol))
+		r = tl_otlp_parse_protocol(val, &p, w);
+	else if (d->offset == OFF(otlp_headers))
+		r = tl_otlp_parse_headers(val, NULL, NULL, w);
+	else if (d->offset == OFF(otlp_timeout))
+		r = tl_otlp_parse_timeout(val, false, &ms, w);
+	if (r == -EINVAL)
+		snprintf(why, WHY_MAX, "%s", w);
+	return r;
+}
+
 /* Validates val for def and stores it into o. Returns 0, -ENOMEM, or
  * -EINVAL with the reason in why. Headers and signals add to what is there:
  * the callers decide when a list starts afresh. */
@@ -516,8 +595,14 @@ static int set_value(struct tl_options *o, const struct opt_def *d, const char *
 		if (r == -EINVAL)
 			return why_value(why, val,
 					 "is not a size in bytes (e.g. 268435456 or 256Mi)");
-		if (r < 0 || v < d->min || v > d->max)
-			return why_value(why, val, "is out of range (1Mi..1024Ti)");
+		if (r < 0 || v < d->min || v > d->max) {
+			char what[96], lo[24], hi[24];
+
+			fmt_size(lo, sizeof(lo), d->min);
+			fmt_size(hi, sizeof(hi), d->max);
+			snprintf(what, sizeof(what), "is out of range (%s..%s)", lo, hi);
+			return why_value(why, val, what);
+		}
 		*(uint64_t *)(base + d->offset) = v;
 		return 0;
 	case KIND_BOOL: {
@@ -530,6 +615,11 @@ static int set_value(struct tl_options *o, const struct opt_def *d, const char *
 	}
 	case KIND_SIGNALS:
 		return add_signals((uint64_t *)(base + d->offset), val, why);
+	case KIND_OTLP:
+		r = otlp_check(d, val, why);
+		if (r < 0)
+			return r;
+		return set_string((char **)(base + d->offset), val);
 	case KIND_CONFIG:
 	case KIND_ACTION:
 		break;
@@ -919,6 +1009,26 @@ int tl_options_render(const struct tl_options *o, char **ret)
 		case KIND_CONTAINER:
 			sb_value(&b, *(char *const *)(base + d->offset));
 			break;
+		case KIND_OTLP:
+			/* header values may be credentials: only their names */
+			if (i == OPT_OTLP_HEADERS && o->otlp_headers) {
+				const char *p = o->otlp_headers;
+
+				while (*p) {
+					size_t n = strcspn(p, "=,");
+
+					tl_buf_add(&b, p, n);
+					p += n;
+					p += strcspn(p, ",");
+					if (*p == ',') {
+						tl_buf_addc(&b, ',');
+						p++;
+					}
+				}
+				break;
+			}
+			sb_value(&b, *(char *const *)(base + d->offset));
+			break;
 		case KIND_HEADER:
 			for (int h = 0; h < o->n_request_id_headers; h++) {
 				if (h)
@@ -1008,6 +1118,9 @@ static void print_help(void)
 
 		if (i == OPT_RINGBUF_KIB)
 			printf("\nSettings usually kept in the config file:\n");
+		if (i == OPT_OTLP_ENDPOINT)
+			printf("\nOTLP export (docs/export.md), also from the OTEL_EXPORTER_OTLP_* "
+			       "variables:\n");
 		if (i == OPT_VERSION)
 			printf("\n");
 		snprintf(left, sizeof(left), "--%s%s%s", d->name, d->meta ? " " : "",
@@ -1017,6 +1130,31 @@ static void print_help(void)
 			printf("  %-28s default: %s\n", "", d->def);
 	}
 	printf("\nExit status: 0 after a clean stop, 2 on bad flags or configuration.\n");
+}
+
+static const char *env_get(const char *name)
+{
+	return getenv(name);
+}
+
+/* What the flags and the file left unset comes from the environment. */
+static int resolve_otlp(struct tl_options *o, char *err, size_t errlen)
+{
+	struct tl_otlp_settings s = {
+		.endpoint = o->otlp_endpoint,
+		.protocol = o->otlp_protocol,
+		.headers = o->otlp_headers,
+		.timeout = o->otlp_timeout,
+		.certificate = o->otlp_certificate,
+		.client_certificate = o->otlp_client_certificate,
+		.client_key = o->otlp_client_key,
+		.insecure = o->otlp_insecure,
+		.logs = o->otlp_logs,
+		.queue_bytes = o->otlp_queue_bytes,
+	};
+
+	tl_otlp_config_free(&o->otlp);
+	return tl_otlp_config_resolve(&s, env_get, &o->otlp, err, errlen);
 }
 
 static void options_move(struct tl_options *dst, struct tl_options *src)
@@ -1147,6 +1285,9 @@ int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, 
 		if (r < 0)
 			goto out;
 	}
+	r = resolve_otlp(&o, err, errlen);
+	if (r < 0)
+		goto out;
 	r = compute_digest(&o);
 	if (r < 0)
 		goto out;
@@ -1176,5 +1317,13 @@ void tl_options_free(struct tl_options *opts)
 	free(opts->access_log_container);
 	clear_headers(opts);
 	free(opts->emit_events);
+	free(opts->otlp_endpoint);
+	free(opts->otlp_protocol);
+	free(opts->otlp_headers);
+	free(opts->otlp_timeout);
+	free(opts->otlp_certificate);
+	free(opts->otlp_client_certificate);
+	free(opts->otlp_client_key);
+	tl_otlp_config_free(&opts->otlp);
 	memset(opts, 0, sizeof(*opts));
 }

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "log.h"
+#include "otlp-config.h"
 
 /* Every setting of termlined. Each one is a command-line flag and a key of
  * the --config YAML file (same name without the leading dashes, e.g.
@@ -54,8 +55,22 @@ struct tl_options {
 	uint32_t journal_fsync_ms;  /* journal-fsync-ms */
 	uint32_t http_prefix_bytes; /* http-prefix-bytes: bytes of a message head copied */
 
+	/* OTLP export (docs/export.md): flag > config file >
+	 * OTEL_EXPORTER_OTLP_* > default; NULL: not set by a flag or the file */
+	char *otlp_endpoint;           /* --otlp-endpoint */
+	char *otlp_protocol;           /* --otlp-protocol */
+	char *otlp_headers;            /* --otlp-headers */
+	char *otlp_timeout;            /* --otlp-timeout */
+	char *otlp_certificate;        /* --otlp-certificate */
+	char *otlp_client_certificate; /* --otlp-client-certificate */
+	char *otlp_client_key;         /* --otlp-client-key */
+	bool otlp_insecure;            /* --otlp-insecure */
+	bool otlp_logs;                /* --otlp-logs */
+	uint64_t otlp_queue_bytes;     /* otlp-queue-bytes */
+
 	/* derived */
-	char config_digest[72];     /* "sha256:<hex>" of the effective settings */
+	char config_digest[72];
+	struct tl_otlp_config otlp; /* the above resolved with the environment */     /* "sha256:<hex>" of the effective settings */
 };
 
 /* Parses argv (and the --config file it names) into *opts.

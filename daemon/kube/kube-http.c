@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/epoll.h>
 #include <curl/curl.h>
 
+#include "curl-multi.h"
 #include "kube-http.h"
 #include "termline-config.h"
 #include "macro.h"
@@ -17,13 +17,12 @@
 #define KHTTP_ERRBODY_MAX 512
 
 struct tl_khttp {
-	struct tl_loop *loop;
-	CURLM *multi;
-	struct tl_timer *timer;
+	struct tl_curlm *curlm;
 	struct tl_khttp_req *reqs; /* outstanding, doubly linked */
 };
 
 struct tl_khttp_req {
+	struct tl_curlm_xfer xfer; /* first: the driver hands it back */
 	struct tl_khttp *h;
 	CURL *easy;
 	struct curl_slist *headers;
@@ -61,167 +60,44 @@ static void req_free(struct tl_khttp_req *r)
 	free(r);
 }
 
-static int curl_to_errno(CURLcode c)
+static void req_done(struct tl_curlm_xfer *x, CURL *easy _unused_, CURLcode result)
 {
-	switch (c) {
-	case CURLE_OK:
-		return 0;
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	case CURLE_COULDNT_RESOLVE_HOST:
-		return -EHOSTUNREACH;
-	case CURLE_WRITE_ERROR:
-		return -ECANCELED;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CACERT_BADFILE:
-		return -EPROTO;
-	default:
-		return -EIO;
-	}
-}
+	struct tl_khttp_req *r = (struct tl_khttp_req *)x;
+	long status = 0;
+	const char *msg;
+	int res;
 
-static void process_done(struct tl_khttp *h)
-{
-	CURLMsg *m;
-	int left;
-
-	while ((m = curl_multi_info_read(h->multi, &left))) {
-		struct tl_khttp_req *r = NULL;
-		long status = 0;
-		const char *msg;
-		int res;
-
-		if (m->msg != CURLMSG_DONE)
-			continue;
-		if (curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r) != CURLE_OK ||
-		    !r)
-			continue;
-		res = curl_to_errno(m->data.result);
-		if (curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK)
-			status = 0;
-		/* the status is the answer; the rest of its body is not needed */
-		if (r->errbody_capped)
-			res = 0;
-		curl_multi_remove_handle(h->multi, r->easy);
-		req_unlink(r);
-		if (res < 0)
-			msg = r->errbuf[0] ? r->errbuf : curl_easy_strerror(m->data.result);
-		else
-			msg = r->errbody;
-		r->errbody[r->errbody_len] = '\0';
-		r->ops.done(r->userdata, res, status, r->retry_after_s, msg);
-		req_free(r);
-	}
-}
-
-static int io_cb(struct tl_loop *loop _unused_, int fd, uint32_t events, void *userdata)
-{
-	struct tl_khttp *h = userdata;
-	int flags = 0, running;
-	CURLMcode mc;
-
-	if (events & EPOLLIN)
-		flags |= CURL_CSELECT_IN;
-	if (events & EPOLLOUT)
-		flags |= CURL_CSELECT_OUT;
-	if (events & (EPOLLERR | EPOLLHUP))
-		flags |= CURL_CSELECT_ERR;
-	mc = curl_multi_socket_action(h->multi, fd, flags, &running);
-	process_done(h);
-	return mc == CURLM_OK ? 0 : -EIO;
-}
-
-static void timer_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_, void *userdata)
-{
-	struct tl_khttp *h = userdata;
-	int running;
-
-	curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	process_done(h);
-}
-
-static int socket_cb(CURL *easy _unused_, curl_socket_t s, int what, void *userp, void *socketp)
-{
-	struct tl_khttp *h = userp;
-	uint32_t ev = 0;
-	int r;
-
-	if (what == CURL_POLL_REMOVE) {
-		if (socketp) {
-			tl_loop_del_io(h->loop, s);
-			curl_multi_assign(h->multi, s, NULL);
-		}
-		return 0;
-	}
-	if (what & CURL_POLL_IN)
-		ev |= EPOLLIN;
-	if (what & CURL_POLL_OUT)
-		ev |= EPOLLOUT;
-	if (socketp)
-		r = tl_loop_mod_io(h->loop, s, ev);
-	else {
-		r = tl_loop_add_io(h->loop, s, ev, io_cb, h);
-		if (r == 0 && curl_multi_assign(h->multi, s, h) != CURLM_OK) {
-			tl_loop_del_io(h->loop, s);
-			r = -EIO;
-		}
-	}
-	return r < 0 ? -1 : 0;
-}
-
-static int timer_fn(CURLM *multi _unused_, long timeout_ms, void *userp)
-{
-	struct tl_khttp *h = userp;
-	int r;
-
-	if (timeout_ms < 0)
-		r = tl_timer_disarm(h->timer);
-	else /* 0 means "now"; an armed 0/0 timer would be disarmed */
-		r = tl_timer_arm(h->timer, timeout_ms > 0 ? (uint64_t)timeout_ms : 1, 0);
-	return r < 0 ? -1 : 0;
+	res = tl_curl_errno(result);
+	if (curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK)
+		status = 0;
+	/* the status is the answer; the rest of its body is not needed */
+	if (r->errbody_capped)
+		res = 0;
+	req_unlink(r);
+	if (res < 0)
+		msg = r->errbuf[0] ? r->errbuf : curl_easy_strerror(result);
+	else
+		msg = r->errbody;
+	r->errbody[r->errbody_len] = '\0';
+	r->ops.done(r->userdata, res, status, r->retry_after_s, msg);
+	req_free(r);
 }
 
 int tl_khttp_new(struct tl_loop *loop, struct tl_khttp **ret)
 {
-	static bool global_done;
 	struct tl_khttp *h;
 	int r;
 
-	if (!global_done) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-			return -EIO;
-		global_done = true;
-	}
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
-	h->loop = loop;
-	r = tl_loop_add_timer(loop, 0, 0, timer_cb, h, &h->timer);
-	if (r < 0)
-		goto fail;
-	h->multi = curl_multi_init();
-	if (!h->multi) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	if (curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb) != CURLM_OK ||
-	    curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h) != CURLM_OK ||
-	    curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_fn) != CURLM_OK ||
-	    curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h) != CURLM_OK) {
-		r = -EIO;
-		goto fail;
+	r = tl_curlm_new(loop, &h->curlm);
+	if (r < 0) {
+		free(h);
+		return r;
 	}
 	*ret = h;
 	return 0;
-fail:
-	tl_khttp_free(h);
-	return r;
 }
 
 void tl_khttp_free(struct tl_khttp *h)
@@ -230,9 +106,7 @@ void tl_khttp_free(struct tl_khttp *h)
 		return;
 	while (h->reqs)
 		tl_khttp_cancel(h->reqs);
-	if (h->multi)
-		curl_multi_cleanup(h->multi);
-	tl_timer_free(h->timer);
+	tl_curlm_free(h->curlm);
 	free(h);
 }
 
@@ -240,7 +114,7 @@ void tl_khttp_cancel(struct tl_khttp_req *r)
 {
 	if (!r)
 		return;
-	curl_multi_remove_handle(r->h->multi, r->easy);
+	tl_curlm_remove(r->h->curlm, r->easy);
 	req_unlink(r);
 	req_free(r);
 }
@@ -382,6 +256,7 @@ int tl_khttp_get(struct tl_khttp *h, const struct tl_kubeconfig *kc,
 	if (!r)
 		return -ENOMEM;
 	r->h = h;
+	r->xfer.done = req_done;
 	r->ops = *ops;
 	r->userdata = userdata;
 	r->retry_after_s = -1;
@@ -415,7 +290,6 @@ int tl_khttp_get(struct tl_khttp *h, const struct tl_kubeconfig *kc,
 		r->headers = l;
 	}
 	SETOPT(r->easy, CURLOPT_URL, url);
-	SETOPT(r->easy, CURLOPT_PRIVATE, r);
 	SETOPT(r->easy, CURLOPT_NOSIGNAL, 1L);
 	SETOPT(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
 	SETOPT(r->easy, CURLOPT_HTTPHEADER, r->headers);
@@ -468,7 +342,7 @@ int tl_khttp_get(struct tl_khttp *h, const struct tl_kubeconfig *kc,
 		SETOPT(r->easy, CURLOPT_SSLCERT, kc->cert_file);
 		SETOPT(r->easy, CURLOPT_SSLKEY, kc->key_file);
 	}
-	if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK)
+	if (tl_curlm_add(h->curlm, r->easy, &r->xfer) < 0)
 		goto fail;
 	r->next = h->reqs;
 	if (h->reqs)

@@ -602,6 +602,10 @@ START_TEST(test_help)
 	    "--retention-bytes",
 	    "--retention-hours",
 	    "--journal-fsync-ms",
+	    "--otlp-endpoint URL",
+	    "--otlp-protocol",
+	    "--otlp-headers",
+	    "--otlp-logs",
 	};
 	static const char *const defaults[] = {
 	    "default: $NODE_NAME",
@@ -715,10 +719,73 @@ START_TEST(test_render_escapes)
 	ck_assert_int_eq(tl_options_render(&o, &text), 0);
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	ck_assert_int_eq(lines, 19);
+	ck_assert_int_eq(lines, 29);
 	ck_assert_ptr_nonnull(strstr(text, "state-dir=/a\\x0alinger=1\n"));
 	free(text);
 	tl_options_free(&o);
+}
+END_TEST
+
+/* OTLP export: flag > file > OTEL_EXPORTER_OTLP_* > default (docs/export.md). */
+START_TEST(test_otlp)
+{
+	struct tl_options o = {0};
+	const char *path;
+	char *text = NULL;
+
+	unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
+	unsetenv("OTEL_EXPORTER_OTLP_PROTOCOL");
+	/* off by default */
+	ck_assert_int_eq(parse(&o, ARGV("--no-api")), 0);
+	ck_assert(!o.otlp.enabled);
+	tl_options_free(&o);
+
+	setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4318", 1);
+	setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", 1);
+	ck_assert_int_eq(parse(&o, ARGV("--no-api", "--otlp-logs")), 0);
+	ck_assert(o.otlp.enabled && o.otlp.logs);
+	ck_assert_str_eq(o.otlp.traces_url, "http://env:4318/v1/traces");
+	ck_assert_str_eq(o.otlp.logs_url, "http://env:4318/v1/logs");
+	ck_assert_int_eq(o.otlp.protocol, TL_OTLP_HTTP_JSON);
+	tl_options_free(&o);
+
+	/* the file wins over the environment, the flag over the file */
+	path = write_file("otlp.yaml", "otlp-endpoint: https://file:4318\notlp-protocol: http/protobuf\n"
+				       "otlp-headers: authorization=Bearer%20x\notlp-timeout: 2s\n"
+				       "otlp-queue-bytes: 2Mi\n");
+	ck_assert_int_eq(parse(&o, ARGV("--config", path)), 0);
+	ck_assert_str_eq(o.otlp.traces_url, "https://file:4318/v1/traces");
+	ck_assert_int_eq(o.otlp.protocol, TL_OTLP_HTTP_PROTOBUF);
+	ck_assert_uint_eq(o.otlp.n_headers, 1);
+	ck_assert_str_eq(o.otlp.headers[0].value, "Bearer x");
+	ck_assert_uint_eq(o.otlp.timeout_ms, 2000);
+	ck_assert_uint_eq(o.otlp.queue_bytes, 2ULL << 20);
+	/* a header's value is no part of the rendered settings */
+	ck_assert_int_eq(tl_options_render(&o, &text), 0);
+	ck_assert_ptr_nonnull(strstr(text, "otlp-headers=authorization\n"));
+	ck_assert_ptr_null(strstr(text, "Bearer"));
+	free(text);
+	tl_options_free(&o);
+	ck_assert_int_eq(parse(&o, ARGV("--config", path, "--otlp-endpoint", "http://flag:4318/x/")), 0);
+	ck_assert_str_eq(o.otlp.traces_url, "http://flag:4318/x/v1/traces");
+	tl_options_free(&o);
+
+	/* bad values: one line naming the flag, key or variable */
+	ck_assert_int_eq(parse(&o, ARGV("--otlp-protocol", "grpc")), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "--otlp-protocol: 'grpc' is not supported"));
+	ck_assert_int_eq(parse(&o, ARGV("--otlp-timeout", "soon")), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "--otlp-timeout: 'soon'"));
+	path = write_file("otlp-bad.yaml", "otlp-endpoint: collector:4318\n");
+	ck_assert_int_eq(parse(&o, ARGV("--config", path)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "otlp-bad.yaml:1: otlp-endpoint: 'collector:4318' is not an"));
+	ck_assert_int_eq(parse(&o, ARGV("--otlp-queue-bytes", "2Gi")), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "out of range (1Mi..1Gi)"));
+	setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", 1);
+	ck_assert_int_eq(parse(&o, ARGV("--no-api")), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' is not supported"));
+	ck_assert_ptr_null(strchr(err, '\n'));
+	unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
+	unsetenv("OTEL_EXPORTER_OTLP_PROTOCOL");
 }
 END_TEST
 
@@ -823,6 +890,7 @@ static Suite *options_suite(void)
 	tcase_add_test(tc, test_digest);
 	tcase_add_test(tc, test_render_escapes);
 	tcase_add_test(tc, test_node_default);
+	tcase_add_test(tc, test_otlp);
 	tcase_add_test(tc, test_free);
 	tcase_add_test(tc, test_truncated_config);
 	suite_add_tcase(s, tc);
