@@ -187,10 +187,13 @@ def check_agent_process(agent, pid):
           f"NoNewPrivs 1, Seccomp 2, / read-only")
 
 
-def leaf_inode(node, pod, cid):
-    """The cgroup v2 id (inode) of a container's leaf, as runc made it."""
-    rel = pod.cgroup_parent.lstrip("/") + "/" + cid
-    return os.stat(os.path.join(E.cgroup2_mount(), rel)).st_ino
+def leaf_inode(pid):
+    """The cgroup v2 id (inode) of the cgroup runc put pid in."""
+    with open(f"/proc/{pid}/cgroup", encoding="utf-8") as f:
+        rel = next(ln[3:].strip() for ln in f if ln.startswith("0::"))
+    path = E.cgroup2_mount() + rel
+    R.log(f"pid {pid} in {path}")
+    return os.stat(path).st_ino
 
 
 def main():
@@ -277,7 +280,7 @@ def run(node, a, agent, pod, double, gates, t0):
     R.log(f"termlined ready at {agent.ip}:9440 ({time.monotonic() - t0:.1f}s)")
     check_agent_process(agent, apid)
     pids = {n: pod.pid(n) for n in pod.containers}
-    inodes = {n: leaf_inode(node, pod, cid) for n, cid in pod.containers.items()}
+    inodes = {n: leaf_inode(pids[n]) for n in pod.containers}
 
     load = demo.Load({"ip": pod.ip, "proxyPort": PROXY_PORT}, double.port, f"rt-{a.layout}", INTERVAL)
     load.start()
