@@ -354,12 +354,21 @@ def run(node, a, agent, pod, double, gates, t0):
     R.log(f"SIGTERM to app (pid {pids['app']}) and istio-proxy (pid {pids['istio-proxy']}) from runc; "
           f"SIGKILL to istio-proxy after {GRACE}s")
 
-    # the sandbox stays out of the containers' lanes
+    rules = {f["rule"]: f for f in doc["findings"]}
+    assert "sigkill_after_grace" in rules and "istio-proxy" in rules["sigkill_after_grace"]["summary"], \
+        sorted(rules)
+
+    # the sandbox's own end (StopPodSandbox: runc's SIGKILL, its exit) is
+    # recorded as the sandbox's, in no container's lane
     sandbox = pod.sandbox_pid
     for e in evs:
         if e.get("container") in ("app", "istio-proxy"):
             assert e.get("pid") != sandbox and e.get("comm") != "pause", f"the sandbox's event in a lane: {e}"
-    R.log(f"{len(evs)} events, none of the sandbox's (pid {sandbox}) in the app's or the proxy's lanes")
+    own = [e for e in evs if e.get("pid") == sandbox]
+    assert {e["type"] for e in own} >= {"process.signal", "process.exit"}, f"the sandbox's end: {own}"
+    assert all(e.get("sandbox") is True and e.get("container") is None for e in own), own
+    R.log(f"{len(evs)} events; the sandbox's (pid {sandbox}: {', '.join(e['type'] for e in own)}) marked "
+          f"sandbox, none in the app's or the proxy's lanes")
     check_log_requests(evs, load)
 
 
