@@ -311,7 +311,8 @@ class Node:
                 for d, _, _ in sorted(os.walk(top, topdown=False), key=lambda w: -w[0].count("/")):
                     E.remove_dirs([d], wait=5)
         remove_bridge()
-        subprocess.run(["umount", "-R", self.work], capture_output=True)
+        # lazily: a shim that is still exiting keeps the tmpfs busy
+        subprocess.run(["umount", "--recursive", "--lazy", self.work], capture_output=True)
         E.remove_dirs([self.work])
         return False
 

@@ -333,6 +333,7 @@ def run(node, a, agent, pod, double, gates, t0):
                         f"only explain: {sorted(set(ids) - set(seen))}\nonly load: {sorted(set(seen) - set(ids))}"
     R.log(f"explain names exactly the {len(seen)} failed request IDs")
     print(cli(double, "explain", target).stdout, flush=True)
+    print(cli(double, "show", target).stdout, flush=True)
 
     # the Pod as the runtime made it
     assert doc["pod"]["uid"] == pod.uid and doc["pod"]["ip"] == pod.ip, doc["pod"]
