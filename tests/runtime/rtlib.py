@@ -168,7 +168,7 @@ state = "{self.work}/state"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        BinaryName = "{os.environ.get("RT_RUNC", RUNC)}"
+        BinaryName = "{RUNC}"
         Root = "{self.work}/runc"
         SystemdCgroup = {str(self.systemd_cgroup).lower()}
         NoPivotRoot = {str(no_pivot).lower()}
@@ -188,7 +188,7 @@ state = "{self.work}/state"
     def start(self):
         self.write_config()
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([CONTAINERD, "--config", self.config, "--log-level", os.environ.get("RT_LOG", "info")],
+        self.proc = subprocess.Popen([CONTAINERD, "--config", self.config, "--log-level", "info"],
                                      stdout=self.log, stderr=self.log, start_new_session=True)
         E.wait_for(lambda: self.proc.poll() is not None or os.path.exists(self.sock), 30, "containerd's socket")
         if self.proc.poll() is not None:
