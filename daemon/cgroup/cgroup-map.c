@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "cgroup-map.h"
@@ -129,14 +131,17 @@ static int mountinfo_cgroup2(char *line, char **ret_root, char **ret_mnt)
 	return 0;
 }
 
-int tl_cgroup_find_mount(const char *mountinfo, char *buf, size_t len)
+/* under: NULL, or a directory the mount point must be or lie below. */
+static int find_mount(const char *mountinfo, const char *under, char *buf, size_t len)
 {
-	char *line = NULL, *best = NULL;
+	char *line = NULL, *best = NULL, path[PATH_MAX];
 	bool best_full = false;
-	size_t cap = 0;
+	size_t cap = 0, ul = under ? strlen(under) : 0;
 	FILE *f;
 	int r;
 
+	while (ul > 1 && under[ul - 1] == '/')
+		ul--;
 	f = fopen(mountinfo, "re");
 	if (!f)
 		return -errno;
@@ -145,6 +150,9 @@ int tl_cgroup_find_mount(const char *mountinfo, char *buf, size_t len)
 		char *root, *mnt;
 
 		if (!mountinfo_cgroup2(line, &root, &mnt))
+			continue;
+		if (under && (unescape(mnt, path, sizeof(path)) < 0 || strncmp(path, under, ul) != 0 ||
+			      (path[ul] != '\0' && path[ul] != '/' && !(ul == 1 && under[0] == '/'))))
 			continue;
 		/* A mount of the hierarchy's root ("/") beats a bind of a subtree
 		 * (e.g. a container's view): only the root mount holds the node's
@@ -169,6 +177,28 @@ out:
 	free(line);
 	fclose(f);
 	return r;
+}
+
+int tl_cgroup_find_mount(const char *mountinfo, char *buf, size_t len)
+{
+	return find_mount(mountinfo, NULL, buf, len);
+}
+
+int tl_cgroup_resolve_root(const char *mountinfo, const char *root, char *buf, size_t len)
+{
+	struct statfs sfs;
+	size_t rl = strlen(root);
+	int r;
+
+	if (statfs(root, &sfs) == 0 && sfs.f_type != CGROUP2_SUPER_MAGIC) {
+		r = find_mount(mountinfo, root, buf, len);
+		if (r != -ENOENT)
+			return r < 0 ? r : 1;
+	}
+	if (rl >= len)
+		return -ENAMETOOLONG;
+	memcpy(buf, root, rl + 1);
+	return 0;
 }
 
 /* ---- the table ---- */
@@ -631,12 +661,9 @@ int tl_cgroup_map_new(const char *root, const struct tl_cgroup_map_callbacks *cb
 	if (cb)
 		map->cb = *cb;
 	if (root) {
-		rl = strlen(root);
-		if (rl >= sizeof(map->full)) {
-			r = -ENAMETOOLONG;
+		r = tl_cgroup_resolve_root("/proc/self/mountinfo", root, map->full, sizeof(map->full));
+		if (r < 0)
 			goto fail;
-		}
-		memcpy(map->full, root, rl + 1);
 	} else {
 		r = tl_cgroup_find_mount("/proc/self/mountinfo", map->full, sizeof(map->full));
 		if (r < 0)

@@ -55,6 +55,15 @@ struct tl_cgroup_map_stats {
  * -ENAMETOOLONG (len too small) or -errno reading the file. */
 int tl_cgroup_find_mount(const char *mountinfo, char *buf, size_t len);
 
+/* The directory to walk for --cgroup-root DIR. DIR itself when it is a
+ * cgroup2 mount, or not a mount at all (a directory tree standing for one,
+ * as in tests); when DIR is another filesystem with a cgroup2 mount at or
+ * below it (a hybrid host's /sys/fs/cgroup, a tmpfs holding the v1
+ * hierarchies and unified/, mounted into a container as a hostPath), that
+ * mount, chosen as tl_cgroup_find_mount() chooses. Returns 0 (DIR), 1 (the
+ * mount below it), -ENAMETOOLONG or -errno reading mountinfo. */
+int tl_cgroup_resolve_root(const char *mountinfo, const char *root, char *buf, size_t len);
+
 /* root: the directory standing for the cgroup2 mount (--cgroup-root), or
  * NULL to find it in /proc/self/mountinfo. cb may be NULL. Does no walk yet. */
 int tl_cgroup_map_new(const char *root, const struct tl_cgroup_map_callbacks *cb,

@@ -205,6 +205,62 @@ static int parse_cgroupfs(const struct comp *v, size_t n, struct tl_cgroup_path 
 	return 0;
 }
 
+/* A runtime given a .slice parent hands runc a systemd-style cgroupsPath,
+ * "<pod slice>:<prefix>:<id>"; runc's cgroupfs driver (the runtime's
+ * SystemdCgroup off while the kubelet's driver is systemd, or no systemd to
+ * ask) makes it one directory of that very name, below the runtime's own
+ * cgroup instead of the pod's slice:
+ *   kubepods-besteffort-pod<uid_>.slice:cri-containerd:<id>
+ * The pod slice's name carries the QoS and the UID. */
+static int parse_colon_leaf(struct comp c, struct tl_cgroup_path *p)
+{
+	const char *c1 = memchr(c.s, ':', c.n), *c2;
+	struct comp slice, prefix, id, uid;
+	static const char pod[] = "-pod";
+
+	if (!c1)
+		return -EINVAL;
+	slice = (struct comp){ c.s, (size_t)(c1 - c.s) };
+	c2 = memchr(c1 + 1, ':', c.n - slice.n - 1);
+	if (!c2)
+		return -EINVAL;
+	prefix = (struct comp){ c1 + 1, (size_t)(c2 - c1 - 1) };
+	id = (struct comp){ c2 + 1, c.n - (size_t)(c2 + 1 - c.s) };
+	if (comp_eq(prefix, "cri-containerd"))
+		p->runtime = TL_RUNTIME_CONTAINERD;
+	else if (comp_eq(prefix, "crio"))
+		p->runtime = TL_RUNTIME_CRIO;
+	else if (comp_eq(prefix, "docker"))
+		p->runtime = TL_RUNTIME_DOCKER;
+	else
+		return -EINVAL;
+	if (parse_id(id, p->container_id) < 0 || !eat_suffix(&slice, ".slice"))
+		return -EINVAL;
+	/* <...>kubepods[-<qos>]-pod<uid>: the UID is 36 (or a static pod's 32)
+	 * characters after the last "-pod". */
+	for (size_t n = 36; n >= 32; n -= 4) {
+		if (slice.n < n + sizeof(pod) - 1 ||
+		    memcmp(slice.s + slice.n - n - (sizeof(pod) - 1), pod, sizeof(pod) - 1) != 0)
+			continue;
+		uid = (struct comp){ slice.s + slice.n - n, n };
+		slice.n -= n + sizeof(pod) - 1;
+		if (parse_uid(uid, '_', p->pod_uid) < 0)
+			return -EINVAL;
+		if (eat_suffix(&slice, "-burstable"))
+			p->qos = TL_QOS_BURSTABLE;
+		else if (eat_suffix(&slice, "-besteffort"))
+			p->qos = TL_QOS_BESTEFFORT;
+		else
+			p->qos = TL_QOS_GUARANTEED;
+		if (!(comp_eq(slice, "kubepods") || (slice.n > 9 && memcmp(slice.s + slice.n - 9, "-kubepods", 9) == 0)))
+			return -EINVAL;
+		p->driver = TL_DRIVER_CGROUPFS;
+		p->kind = TL_CGROUP_CONTAINER;
+		return 0;
+	}
+	return -EINVAL;
+}
+
 /* kubepods (cgroupfs) or kubepods.slice / <root>-kubepods.slice (systemd). */
 static enum tl_cgroup_driver anchor_driver(struct comp c, struct comp *ret_pre)
 {
@@ -228,9 +284,9 @@ static enum tl_cgroup_driver anchor_driver(struct comp c, struct comp *ret_pre)
 int tl_cgroup_path_parse(const char *path, struct tl_cgroup_path *ret)
 {
 	struct comp v[KUBE_LEVELS], pre = { 0 };
-	struct tl_cgroup_path p = { 0 };
+	struct tl_cgroup_path p = { 0 }, q = { 0 };
 	size_t len, n = 0;
-	bool anchored = false;
+	bool anchored = false, colon = false;
 	const char *s, *end;
 	int r = 0;
 
@@ -250,9 +306,15 @@ int tl_cgroup_path_parse(const char *path, struct tl_cgroup_path *ret)
 
 		if (cl == 0 || cl > TL_CGROUP_COMPONENT_MAX || comp_eq(c, ".") || comp_eq(c, ".."))
 			return -EINVAL;
-		if (anchored) {
+		if (colon) {
+			p.nested = true;
+		} else if (anchored) {
 			if (n < KUBE_LEVELS)
 				v[n++] = c;
+		} else if (memchr(c.s, ':', c.n) && parse_colon_leaf(c, &q) == 0) {
+			/* any other name with a colon is no kubelet's: OTHER */
+			p = q;
+			colon = true;
 		} else {
 			/* The first kubepods level anchors the parse; anything
 			 * above it is a prefix. */
@@ -266,7 +328,9 @@ int tl_cgroup_path_parse(const char *path, struct tl_cgroup_path *ret)
 			return -EINVAL;
 	}
 
-	if (p.driver == TL_DRIVER_SYSTEMD)
+	if (colon)
+		;
+	else if (p.driver == TL_DRIVER_SYSTEMD)
 		r = parse_systemd(v, n, pre, &p);
 	else if (p.driver == TL_DRIVER_CGROUPFS)
 		r = parse_cgroupfs(v, n, &p);

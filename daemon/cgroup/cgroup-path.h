@@ -15,6 +15,11 @@
  *             leaf: cri-containerd-<id> | crio-<id> | crio-conmon-<id> | docker-<id>
  *   cgroupfs: kubepods/[<qos>/]pod<uid>/<leaf>
  *             leaf: <id> | crio-<id> | crio-conmon-<id>
+ *   runc's cgroupfs driver given a systemd-style cgroupsPath (the kubelet's
+ *   driver systemd, the runtime's cgroupfs): one directory, wherever the
+ *   runtime's own cgroup is, named after the pod slice, a prefix and the id:
+ *             kubepods[-<qos>]-pod<uid_>.slice:<cri-containerd|crio|docker>:<id>
+ *             (driver reported as cgroupfs)
  *
  * Guaranteed pods have no QoS level. The systemd driver writes the pod UID
  * with '_' for '-' (a '-' would start a new slice level); the parsed UID is

@@ -132,6 +132,59 @@ START_TEST(mountinfo_missing_file)
 }
 END_TEST
 
+/* --cgroup-root naming a hybrid host's /sys/fs/cgroup (a tmpfs with the v1
+ * hierarchies and unified/), as the DaemonSet mounts it at
+ * /host/sys/fs/cgroup: the cgroup2 mount below it is walked. */
+START_TEST(resolve_root_hybrid)
+{
+	char dir[] = "/tmp/tl-hybrid-XXXXXX", want[PATH_MAX], other[PATH_MAX], buf[PATH_MAX], slash[PATH_MAX];
+	char content[4 * PATH_MAX];
+	char *path;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(content, sizeof(content),
+		 "30 22 0:27 / %s rw - tmpfs tmpfs rw\n"
+		 "31 30 0:28 / %s/cpu rw - cgroup cgroup rw,cpu\n"
+		 /* a sibling whose name starts with dir's: not below it */
+		 "32 22 0:40 / %sx/unified rw - cgroup2 cgroup2 rw\n"
+		 "40 30 0:37 / %s/unified rw - cgroup2 cgroup2 rw\n",
+		 dir, dir, dir, dir);
+	path = write_tmp(content);
+	snprintf(want, sizeof(want), "%s/unified", dir);
+	ck_assert_int_eq(tl_cgroup_resolve_root(path, dir, buf, sizeof(buf)), 1);
+	ck_assert_str_eq(buf, want);
+	snprintf(slash, sizeof(slash), "%s/", dir);
+	ck_assert_int_eq(tl_cgroup_resolve_root(path, slash, buf, sizeof(buf)), 1);
+	ck_assert_str_eq(buf, want);
+	/* too small a buffer: an error, not a truncated path */
+	ck_assert_int_eq(tl_cgroup_resolve_root(path, dir, buf, strlen(want)), -ENAMETOOLONG);
+	unlink(path);
+	free(path);
+
+	/* no cgroup2 mount below it: a directory tree standing for the mount
+	 * (the tests' roots) is walked as it is */
+	snprintf(other, sizeof(other), "40 30 0:37 / %sx/unified rw - cgroup2 cgroup2 rw\n", dir);
+	path = write_tmp(other);
+	ck_assert_int_eq(tl_cgroup_resolve_root(path, dir, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, dir);
+	unlink(path);
+	free(path);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* The cgroup2 mount itself, where this machine has one: kept as given. */
+START_TEST(resolve_root_cgroup2)
+{
+	char mnt[PATH_MAX], buf[PATH_MAX];
+
+	if (tl_cgroup_find_mount("/proc/self/mountinfo", mnt, sizeof(mnt)) < 0)
+		return;
+	ck_assert_int_eq(tl_cgroup_resolve_root("/proc/self/mountinfo", mnt, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, mnt);
+}
+END_TEST
+
 /* ---- the map on a directory tree standing in for the cgroup root ---- */
 
 struct rec {
@@ -559,6 +612,8 @@ static Suite *map_suite(void)
 			    (int)(sizeof(mountinfo_cases) / sizeof(mountinfo_cases[0])));
 	tcase_add_test(tc, mountinfo_small_buffer);
 	tcase_add_test(tc, mountinfo_missing_file);
+	tcase_add_test(tc, resolve_root_hybrid);
+	tcase_add_test(tc, resolve_root_cgroup2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("map");

@@ -64,6 +64,32 @@ static const struct path_case cases[] = {
 	OK("docker-sd-burstable", SD_BU "/docker-" CID ".scope", K_CTR, Q_BU, R_DOCKER, D_SD, false, false, UID, CID),
 	/* the sandbox's leaf is indistinguishable by name: reported as container */
 	OK("sandbox-leaf", SD_BE "/cri-containerd-" CID ".scope", K_CTR, Q_BE, R_CTRD, D_SD, false, false, UID, CID),
+	/* runc's cgroupfs driver given "<pod slice>:<prefix>:<id>" (a .slice parent with the
+	 * runtime's SystemdCgroup off): one directory of that name, anywhere */
+	OK("colon-ctrd-besteffort", "kubepods-besteffort-pod" UIDS ".slice:cri-containerd:" CID,
+	   K_CTR, Q_BE, R_CTRD, D_FS, false, false, UID, CID),
+	OK("colon-ctrd-burstable-prefixed", "termline-rt-1/kubepods-burstable-pod" UIDS ".slice:cri-containerd:" CID,
+	   K_CTR, Q_BU, R_CTRD, D_FS, false, false, UID, CID),
+	OK("colon-crio-guaranteed", "kubepods-pod" UIDS ".slice:crio:" CID, K_CTR, Q_GU, R_CRIO, D_FS, false, false,
+	   UID, CID),
+	OK("colon-root-kubepods", "kubelet-kubepods-besteffort-pod" UIDS ".slice:cri-containerd:" CID,
+	   K_CTR, Q_BE, R_CTRD, D_FS, false, false, UID, CID),
+	OK("colon-static-pod", "kubepods-besteffort-pod" STATIC_UID ".slice:cri-containerd:" CID,
+	   K_CTR, Q_BE, R_CTRD, D_FS, false, false, STATIC_UID, CID),
+	OK("colon-nested", "kubepods-besteffort-pod" UIDS ".slice:cri-containerd:" CID "/child",
+	   K_CTR, Q_BE, R_CTRD, D_FS, false, true, UID, CID),
+	/* colons elsewhere are no kubelet's names */
+	OK("colon-short-id", "kubepods-besteffort-pod" UIDS ".slice:cri-containerd:" CID_SHORT,
+	   K_OTHER, Q_NONE, R_NONE, D_NONE, false, false, "", ""),
+	OK("colon-unknown-prefix", "kubepods-besteffort-pod" UIDS ".slice:runc:" CID,
+	   K_OTHER, Q_NONE, R_NONE, D_NONE, false, false, "", ""),
+	OK("colon-no-slice", "kubepods-besteffort-pod" UIDS ":cri-containerd:" CID,
+	   K_OTHER, Q_NONE, R_NONE, D_NONE, false, false, "", ""),
+	OK("colon-dash-uid", "kubepods-besteffort-pod" UID ".slice:cri-containerd:" CID,
+	   K_OTHER, Q_NONE, R_NONE, D_NONE, false, false, "", ""),
+	OK("colon-not-kubepods", "user-pod" UIDS ".slice:cri-containerd:" CID,
+	   K_OTHER, Q_NONE, R_NONE, D_NONE, false, false, "", ""),
+	OK("colon-other", "foo:bar", K_OTHER, Q_NONE, R_NONE, D_NONE, false, false, "", ""),
 	/* levels above the container */
 	OK("pod-sd-burstable", SD_BU, K_POD, Q_BU, R_NONE, D_SD, false, false, UID, ""),
 	OK("pod-sd-guaranteed", SD_GU, K_POD, Q_GU, R_NONE, D_SD, false, false, UID, ""),

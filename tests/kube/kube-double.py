@@ -523,6 +523,8 @@ def main():
     ap.add_argument("--key", required=True)
     ap.add_argument("--token-file", help="written with the current token (rotated in place)")
     ap.add_argument("--port-file", help="the chosen port is written here")
+    ap.add_argument("--listen", default="127.0.0.1",
+                    help="address to serve on (default 127.0.0.1; a Pod's network reaches the host's bridge address)")
     ap.add_argument("--max-watch", type=float, default=300.0)
     ap.add_argument("--time-scale", type=float, default=1.0)
     ap.add_argument("--verbose", action="store_true")
@@ -530,7 +532,7 @@ def main():
     with open(a.scenario) as f:
         scenario = json.load(f)
     state = State(scenario, a.token_file)
-    srv = Server(("127.0.0.1", 0), Handler)
+    srv = Server((a.listen, 0), Handler)
     srv.state = state
     srv.verbose = a.verbose
     srv.max_watch = a.max_watch
