@@ -23,8 +23,8 @@ static void assert_inert(const char *s)
 	const unsigned char *p = (const unsigned char *)s;
 
 	for (size_t i = 0; p[i]; i++) {
-		ck_assert_msg(p[i] >= 0x20 && p[i] != 0x7f, "control byte 0x%02x at %zu in \"%s\"", p[i],
-			      i, s);
+		ck_assert_msg(p[i] >= 0x20 && p[i] != 0x7f, "control byte 0x%02x at %zu in \"%s\"",
+			      p[i], i, s);
 		/* C1 as UTF-8: C2 80..C2 9F */
 		ck_assert_msg(!(p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f),
 			      "C1 control at %zu in \"%s\"", i, s);
@@ -32,7 +32,10 @@ static void assert_inert(const char *s)
 	ck_assert_msg(!tl_term_needs_escape(s, strlen(s)), "\"%s\" still needs escaping", s);
 }
 
-#define C(in, out) {in, sizeof(in) - 1, out}
+#define C(in, out)                                                                                 \
+	{                                                                                          \
+		in, sizeof(in) - 1, out                                                            \
+	}
 static const struct {
 	const char *in;
 	size_t len;
@@ -40,22 +43,28 @@ static const struct {
 } esc_cases[] = {
     C("plain id-0001", "plain id-0001"),
     C("caf\xc3\xa9 \xe2\x9c\x93", "caf\xc3\xa9 \xe2\x9c\x93"), /* é ✓ stay */
-    C("a\x1b]0;owned\x07z", "a\\x1b]0;owned\\x07z"),		 /* OSC title */
-    C("\x1b[2J\x1b[H", "\\x1b[2J\\x1b[H"),			 /* CSI clear */
+    C("a\x1b]0;owned\x07z", "a\\x1b]0;owned\\x07z"),	       /* OSC title */
+    C("\x1b[2J\x1b[H", "\\x1b[2J\\x1b[H"),		       /* CSI clear */
     C("\x1b]8;;http://x\x1b\\click\x1b]8;;\x1b\\",
-     "\\x1b]8;;http://x\\x1b\\click\\x1b]8;;\\x1b\\"), /* OSC 8 link */
-    C("\xc2\x9b" "31m", "\\u009b31m"),		       /* C1 CSI */
+      "\\x1b]8;;http://x\\x1b\\click\\x1b]8;;\\x1b\\"), /* OSC 8 link */
+    C("\xc2\x9b"
+      "31m",
+      "\\u009b31m"), /* C1 CSI */
     C("tab\tnl\ncr\r", "tab\\tnl\\ncr\\r"),
     C("nul\0x", "nul\\x00x"),
     C("del\x7f", "del\\x7f"),
-    C("\xff\xfe", "\\xff\\xfe"),			      /* not UTF-8 */
-    C("\xc3", "\\xc3"),				      /* cut short */
-    C("\xc0\xaf", "\\xc0\\xaf"),			      /* overlong '/' */
-    C("\xed\xa0\x80", "\\xed\\xa0\\x80"),		      /* a surrogate */
-    C("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"),	      /* past U+10FFFF */
-    C("abc\xe2\x80\xae" "def", "abc\\u202edef"),		      /* RIGHT-TO-LEFT OVERRIDE */
-    C("\xe2\x81\xa6x\xe2\x81\xa9", "\\u2066x\\u2069"),	      /* isolates */
-    C("\xef\xbb\xbf" "bom", "\\ufeffbom"),
+    C("\xff\xfe", "\\xff\\xfe"),		   /* not UTF-8 */
+    C("\xc3", "\\xc3"),				   /* cut short */
+    C("\xc0\xaf", "\\xc0\\xaf"),		   /* overlong '/' */
+    C("\xed\xa0\x80", "\\xed\\xa0\\x80"),	   /* a surrogate */
+    C("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"), /* past U+10FFFF */
+    C("abc\xe2\x80\xae"
+      "def",
+      "abc\\u202edef"),				       /* RIGHT-TO-LEFT OVERRIDE */
+    C("\xe2\x81\xa6x\xe2\x81\xa9", "\\u2066x\\u2069"), /* isolates */
+    C("\xef\xbb\xbf"
+      "bom",
+      "\\ufeffbom"),
     C("back\\slash", "back\\slash"),
 };
 
@@ -192,7 +201,8 @@ static int load(const char *const *names, size_t n, const char *ctx, const char 
 
 START_TEST(test_merge_first_wins)
 {
-	static const char *const ab[] = {"a.yaml", "b/b.yaml"}, *const ba[] = {"b/b.yaml", "a.yaml"};
+	static const char *const ab[] = {"a.yaml", "b/b.yaml"}, *const ba[] = {"b/b.yaml",
+									       "a.yaml"};
 	struct tl_kubeconfig *kc = NULL;
 	char err[512] = "", ca[600];
 
@@ -262,8 +272,8 @@ END_TEST
 START_TEST(test_merge_missing_files)
 {
 	static const char *const gap[] = {"missing.yaml", "b/b.yaml"},
-			       *const none[] = {"missing.yaml", "gone.yaml"},
-			       *const bad[] = {"a.yaml", "broken.yaml"};
+				 *const none[] = {"missing.yaml", "gone.yaml"},
+				 *const bad[] = {"a.yaml", "broken.yaml"};
 	struct tl_kubeconfig *kc = NULL;
 	char err[512] = "";
 
@@ -288,7 +298,8 @@ int main(void)
 	TCase *te = tcase_create("term-escape"), *tk = tcase_create("kubeconfig-merge");
 	int failed;
 
-	tcase_add_loop_test(te, test_escape_table, 0, (int)(sizeof(esc_cases) / sizeof(esc_cases[0])));
+	tcase_add_loop_test(te, test_escape_table, 0,
+			    (int)(sizeof(esc_cases) / sizeof(esc_cases[0])));
 	tcase_add_test(te, test_escape_truncation);
 	tcase_add_test(te, test_escape_all_bytes);
 	suite_add_tcase(s, te);
