@@ -253,6 +253,9 @@ def t_busy(cli, work):
     for key in ("deletion requested", "SIGTERM to app", "stopped listening on 0.0.0.0:8080",
                 "endpoint removed from web-x1", "app(100) exited"):
         assert re.search(rf"^> .*{re.escape(key)}", out, re.M), (key, out)
+    ex = run(cli, "explain", "shop/web-5d9c7-busy", "--from", root).stdout
+    assert all(len(ln) <= 80 for ln in ex.splitlines()), [ln for ln in ex.splitlines() if len(ln) > 80]
+    assert re.search(r"\u2026 286 more \(-v lists them\)$", ex, re.M), ex
     out = run(cli, "show", "shop/web-5d9c7-busy", "--from", root, "--failed").stdout
     ids = re.findall(r"id=(busy-\d+)", out)
     assert ids == failed, (len(ids), len(failed))
@@ -396,12 +399,22 @@ def t_svg(cli, work, src):
     d["events"].append({"time": "2026-12-01T03:00:04.300000000Z", "source": "kernel", "type": "process.signal",
                         "container": "POD", "sandbox": True, "signal": "SIGKILL", "signo": 9, "pid": 50,
                         "comm": "pause", "senderPid": 9, "senderComm": "containerd-shim", "result": "delivered"})
+    # and as the agent writes it when the pause process has no container
+    d["events"].append({"time": "2026-12-01T03:00:04.310000000Z", "source": "kernel", "type": "process.signal",
+                        "container": None, "signal": "SIGKILL", "signo": 9, "pid": 51, "comm": "pause",
+                        "senderPid": 9, "senderComm": "containerd-shim", "result": "delivered"})
     d["events"].sort(key=lambda e: e["time"])
     root = L.write_state(os.path.join(work, "sandbox"), [d])
     out2 = os.path.join(work, "sandbox.svg")
     run(cli, "render", RACE, "--from", root, "--out", out2)
     assert "pause" not in open(out2, encoding="utf-8").read()
     assert "SIGKILL" not in " ".join(t for t in svg_texts(out2) if t != "SIGKILL")
+    tr = json.loads(run(cli, "render", RACE, "--from", root, "-o", "trace").stdout)
+    assert not [e for e in tr["traceEvents"] if "SIGKILL" in e["name"]], "the sandbox's SIGKILL in the trace"
+    show = run(cli, "show", RACE, "--from", root).stdout
+    kills = [ln for ln in show.splitlines() if "SIGKILL to pause" in ln]
+    assert len(kills) == 2 and all(not ln.startswith(">") and "*" not in ln for ln in kills), kills
+    assert "(POD, the sandbox)" in kills[0] and "(no container: the sandbox, or not attributed)" in kills[1], kills
 
 
 def t_trace(cli, work, src):

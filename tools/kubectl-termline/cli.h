@@ -193,6 +193,10 @@ int load_doc(const struct cli *cli, const char *arg, struct json_object **ret, b
 	     struct src_err *e);
 /* The event's one-line description (show, SVG titles, trace args). */
 void describe_event(struct json_object *ev, char *buf, size_t len);
+/* The event is the API server's (a Pod or endpoint fact): it belongs on
+ * the API/endpoint lane. A kernel or log event without a container (the
+ * sandbox's pause process, a cgroup not attributed) belongs on none. */
+bool event_is_api(struct json_object *ev);
 /* A short human name of the event's kind ("SIGTERM", "listener closed"). */
 const char *kind_name(struct json_object *ev);
 

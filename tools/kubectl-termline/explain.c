@@ -13,27 +13,49 @@
 
 #define IDS_LINES 2 /* request ID lines without -v */
 
+/* The IDs wrapped under "IDs:"; without -v two lines, the second ending
+ * in "… N more" when they do not all fit. */
 static void print_ids(const struct cli *cli, FILE *f, struct json_object *ids, size_t count)
 {
 	int width = cli->width > 100 ? 100 : cli->width < 40 ? 40 : cli->width;
-	size_t n = json_object_array_length(ids), col = 0, lines = 1, shown = 0;
+	size_t n = json_object_array_length(ids), i = 0, shown = 0;
 
-	fprintf(f, "  IDs:");
-	col = 6;
-	for (size_t i = 0; i < n; i++) {
-		const char *id = json_object_get_string(json_object_array_get_idx(ids, i));
-		size_t l = text_cols(id);
+	for (size_t line = 1; i < n; line++) {
+		size_t col = 6, first = i;
+		bool last = cli->verbose < 1 && line == IDS_LINES;
 
-		if (col + l + 1 > (size_t)width) {
-			if (cli->verbose < 1 && lines == IDS_LINES)
+		/* the IDs this line holds */
+		while (i < n) {
+			size_t l =
+			    text_cols(json_object_get_string(json_object_array_get_idx(ids, i)));
+
+			if (i > first && col + l + 1 > (size_t)width)
 				break;
-			fprintf(f, "\n      ");
-			col = 6;
-			lines++;
+			col += l + 1;
+			i++;
 		}
-		fprintf(f, " %s", id);
-		col += l + 1;
-		shown++;
+		/* the last line without -v: room for what is left unsaid */
+		while (last && i < count && i > first + 1) {
+			char more[64];
+			size_t mcols;
+
+			snprintf(more, sizeof(more), " %s %zu more (-v lists them)",
+				 glyph_ellipsis(cli), count - i);
+			mcols = text_cols(more);
+
+			if (col + mcols <= (size_t)width)
+				break;
+			col -=
+			    text_cols(json_object_get_string(json_object_array_get_idx(ids, --i))) +
+			    1;
+		}
+		fprintf(f, "%s", line == 1 ? "  IDs:" : "\n      ");
+		for (size_t k = first; k < i; k++)
+			fprintf(f, " %s",
+				json_object_get_string(json_object_array_get_idx(ids, k)));
+		shown = i;
+		if (last)
+			break;
 	}
 	if (shown < count)
 		fprintf(f, " %s %zu more (%s)", glyph_ellipsis(cli), count - shown,

@@ -426,7 +426,8 @@ static void moments(struct pic *p, struct json_object *evs)
 		struct json_object *ev = json_object_array_get_idx(evs, k);
 		const char *ty = json_str(ev, "type"), *sig = json_str(ev, "signal");
 		int64_t at = tl_event_time(ev);
-		int lane = lane_of_ctr(p, json_str(ev, "container"));
+		const char *cn = json_str(ev, "container");
+		int lane = cn ? lane_of_ctr(p, cn) : event_is_api(ev) ? 0 : -1;
 		enum glyph g = G_OTHER;
 		char desc[1024];
 

@@ -224,7 +224,7 @@ int render_trace(FILE *f, struct json_object *doc)
 		if (!ty || !at || strcmp(ty, "http.request") == 0)
 			continue;
 		lane = lane_of(&t, c);
-		if (c && !lane)
+		if ((c && !lane) || (!c && !event_is_api(ev)))
 			continue; /* the sandbox's teardown, an unknown container */
 		describe_event(ev, text, sizeof(text));
 		deletion = strcmp(ty, "pod.deletion_requested") == 0;

@@ -88,7 +88,7 @@ static bool is_key(const struct tl_model *m, const struct moments *km, struct js
 
 	if (!ty || !t)
 		return false;
-	if (ci >= 0 && m->ctr[ci].sandbox)
+	if ((ci >= 0 && m->ctr[ci].sandbox) || (ci < 0 && !event_is_api(ev)))
 		return false;
 	if (strcmp(ty, "pod.deletion_requested") == 0 || strcmp(ty, "pod.deleted") == 0 ||
 	    strcmp(ty, "endpoint.removed") == 0 || strcmp(ty, "process.signal") == 0)
@@ -250,7 +250,7 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc,
 		const char *ty = json_str(ev, "type"), *c = json_str(ev, "container");
 		int64_t t = tl_event_time(ev);
 		bool req = ty && strcmp(ty, "http.request") == 0, key = is_key(&m, &km, ev, t);
-		int lane = lane_of(&L, c);
+		int lane = c || event_is_api(ev) ? lane_of(&L, c) : -1;
 		char off[OFFSET_LEN], desc[1024], suffix[300] = "";
 
 		if (cli->has_since && t && t < m.ref_ns + cli->since_ns)
@@ -324,6 +324,9 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc,
 				 tl_model_ctr(&m, c) >= 0 && m.ctr[tl_model_ctr(&m, c)].sandbox
 				     ? ", the sandbox"
 				     : "");
+		else if (lane < 0)
+			snprintf(suffix, sizeof(suffix),
+				 " (no container: the sandbox, or not attributed)");
 		if (!t)
 			snprintf(suffix + strlen(suffix), sizeof(suffix) - strlen(suffix),
 				 " [time \"%.40s\"]",

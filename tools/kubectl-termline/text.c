@@ -458,6 +458,15 @@ static long long jint(struct json_object *o, const char *k)
 
 #define S(k) (json_str(ev, k) ? json_str(ev, k) : "?")
 
+bool event_is_api(struct json_object *ev)
+{
+	const char *src = json_str(ev, "source"), *t = json_str(ev, "type");
+
+	if (src)
+		return strcmp(src, "api") == 0;
+	return t && (strncmp(t, "pod.", 4) == 0 || strncmp(t, "endpoint.", 9) == 0);
+}
+
 const char *kind_name(struct json_object *ev)
 {
 	static const struct {
