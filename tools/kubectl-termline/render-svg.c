@@ -717,7 +717,6 @@ int render_svg(const struct cli *cli, FILE *f, struct json_object *doc)
 	struct verdict v;
 	double step, h, bottom;
 	char fix[200], head[1200], off[OFFSET_LEN];
-	int lines;
 
 	if (!p)
 		return -ENOMEM;
@@ -772,8 +771,7 @@ int render_svg(const struct cli *cli, FILE *f, struct json_object *doc)
 	esc(f, m.name ? m.name : "?");
 	fprintf(f, "%s</text>\n",
 		m.complete ? "" : " (timeline INCOMPLETE: counts are lower bounds)");
-	lines = verdict_lines(f, head, 44, (int)((W - 24) / 7.0), v.failed ? "#c00000" : "#1e6b1e");
-	(void)lines;
+	verdict_lines(f, head, 44, (int)((W - 24) / 7.0), v.failed ? "#c00000" : "#1e6b1e");
 	/* lanes */
 	for (int i = 0; i < p->nl; i++) {
 		fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",

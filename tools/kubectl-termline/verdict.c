@@ -394,9 +394,9 @@ int verdict_build(const struct cli *cli, const struct tl_model *m, struct json_o
 		}
 	}
 	if (v->failed) {
-		/* the window holds every failure it speaks of */
-		if (!v->window_from || v->window_from > v->first_fail_ns)
-			v->window_from = v->window_from ? v->window_from : v->first_fail_ns;
+		/* the window (the rule's, from its cause) reaches the last failure */
+		if (!v->window_from)
+			v->window_from = v->first_fail_ns;
 		if (!v->window_to || v->window_to < v->last_fail_ns)
 			v->window_to = v->last_fail_ns;
 		outcomes(cli, m, what, sizeof(what));
