@@ -417,6 +417,25 @@ def t_svg(cli, work, src):
     assert "(POD, the sandbox)" in kills[0] and "(no container: the sandbox, or not attributed)" in kills[1], kills
 
 
+def t_prestop(cli, work):
+    """The preStop hook is drawn as such, also when the kernel saw its exec
+    a little before the API's word of the deletion reached the agent."""
+    for at, label in (("03:00:00.006", "+0.006 s"), ("02:59:59.960", "-0.040 s")):
+        d = L.load(L.FIXED_FILE)
+        for e in d["events"]:
+            if e["type"] == "process.exec":
+                e["time"] = f"2026-12-01T{at}000000Z"
+        d["events"].sort(key=lambda e: e["time"])
+        root = L.write_state(os.path.join(work, "prestop" + label), [d])
+        svg = os.path.join(root, "p.svg")
+        run(cli, "render", FIXED, "--from", root, "--out", svg)
+        texts = svg_texts(svg)
+        assert "preStop" in texts and any(f"preStop {label}" in t for t in texts), (label, texts)
+        tr = json.loads(run(cli, "render", FIXED, "--from", root, "-o", "trace").stdout)
+        pre = [e for e in tr["traceEvents"] if e["ph"] == "X" and e["name"] == "preStop"]
+        assert len(pre) == 1 and abs(pre[0]["dur"] - (2006000 - (6000 if at.endswith("006") else -40000))) < 1, pre
+
+
 def t_trace(cli, work, src):
     out = os.path.join(work, "race.json")
     run(cli, "render", RACE, *src, "-o", "trace", "--out", out)
@@ -721,6 +740,7 @@ def main():
         t_timeout(cli)
         t_svg(cli, work, SRC)
         t_trace(cli, work, SRC)
+        t_prestop(cli, work)
         t_hostile(cli, work)
         t_bad_times(cli, work)
         t_epipe(cli, busy)

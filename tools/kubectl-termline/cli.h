@@ -239,6 +239,13 @@ bool finding_window(const struct tl_model *m, struct json_object *finding, int64
 /* The fix in a few words ("preStop sleep 3 s on app"), "" when none. */
 void verdict_fix_short(const struct verdict *v, char *buf, size_t len);
 
+/* The container's preStop hook: its first exec from about the deletion
+ * on (the API's word of the deletion may reach the agent after the
+ * kubelet already ran the hook: PRESTOP_SKEW_NS earlier counts) and before
+ * its SIGTERM. 0 when none. */
+#define PRESTOP_SKEW_NS 1000000000LL
+int64_t prestop_of(const struct tl_model *m, struct json_object *events, const char *ctr);
+
 /* ---- verbs ---- */
 int cmd_list(struct cli *cli);
 int cmd_show(struct cli *cli);

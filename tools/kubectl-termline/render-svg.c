@@ -309,22 +309,6 @@ static double nice_step(double span_s)
 	return 7200;
 }
 
-/* The first exec in a container after the reference and before its
- * SIGTERM: its preStop hook. */
-static int64_t prestop_of(const struct tl_model *m, struct json_object *evs, const struct tl_ctr *c)
-{
-	for (size_t k = 0; evs && k < json_object_array_length(evs); k++) {
-		struct json_object *ev = json_object_array_get_idx(evs, k);
-		const char *ty = json_str(ev, "type"), *cn = json_str(ev, "container");
-		int64_t at = tl_event_time(ev);
-
-		if (ty && cn && strcmp(ty, "process.exec") == 0 && strcmp(cn, c->name) == 0 &&
-		    at >= m->ref_ns && (!c->sigterm_ns || at < c->sigterm_ns))
-			return at;
-	}
-	return 0;
-}
-
 static bool is_sidecar(const struct tl_ctr *c)
 {
 	return c->role ? strcmp(c->role, "sidecar") == 0 : strcmp(c->name, "istio-proxy") == 0;
@@ -378,7 +362,7 @@ static void bands_of(struct pic *p, struct json_object *evs)
 				 : c->exit_ns	     ? c->exit_ns
 						     : (up ? p->t1 : 0);
 		int64_t term = c->sigterm_ns && c->sigterm_ns < closed ? c->sigterm_ns : closed;
-		int64_t pre = prestop_of(m, evs, c);
+		int64_t pre = prestop_of(m, evs, c->name);
 		int port = c->listen_closed_port ? c->listen_closed_port : c->listen_port;
 
 		if (port)
@@ -488,7 +472,7 @@ static void moments(struct pic *p, struct json_object *evs)
 		      glyph_color(G_EP_COND), false);
 	for (int i = 1; i < p->nl; i++) {
 		const struct tl_ctr *c = &m->ctr[p->lanes[i].ctr];
-		int64_t pre = prestop_of(m, evs, c);
+		int64_t pre = prestop_of(m, evs, c->name);
 
 		if (c->listen_closed_ns)
 			label(p, i, c->listen_closed_ns,

@@ -153,18 +153,7 @@ int render_trace(FILE *f, struct json_object *doc)
 
 		if (c->sandbox || !lane)
 			continue;
-		for (size_t k = 0; evs && k < json_object_array_length(evs); k++) {
-			struct json_object *ev = json_object_array_get_idx(evs, k);
-			const char *ty = json_str(ev, "type"), *cn = json_str(ev, "container");
-			int64_t at = tl_event_time(ev);
-
-			if (ty && cn && strcmp(ty, "process.exec") == 0 &&
-			    strcmp(cn, c->name) == 0 && at >= m.ref_ns &&
-			    (!c->sigterm_ns || at < c->sigterm_ns)) {
-				prestop = at;
-				break;
-			}
-		}
+		prestop = prestop_of(&m, evs, c->name);
 		if (prestop && span(&t, "preStop", "termination", prestop,
 				    c->sigterm_ns ? c->sigterm_ns : m.last_ns, lane) < 0)
 			goto out;

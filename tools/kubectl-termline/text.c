@@ -458,6 +458,25 @@ static long long jint(struct json_object *o, const char *k)
 
 #define S(k) (json_str(ev, k) ? json_str(ev, k) : "?")
 
+int64_t prestop_of(const struct tl_model *m, struct json_object *evs, const char *ctr)
+{
+	int i = tl_model_ctr(m, ctr);
+	int64_t term = i >= 0 ? m->ctr[i].sigterm_ns : 0;
+
+	if (i < 0 || !m->deletion_ns)
+		return 0;
+	for (size_t k = 0; evs && k < json_object_array_length(evs); k++) {
+		struct json_object *ev = json_object_array_get_idx(evs, k);
+		const char *ty = json_str(ev, "type"), *cn = json_str(ev, "container");
+		int64_t at = tl_event_time(ev);
+
+		if (ty && cn && at && strcmp(ty, "process.exec") == 0 && strcmp(cn, ctr) == 0 &&
+		    at >= m->deletion_ns - PRESTOP_SKEW_NS && (!term || at < term))
+			return at;
+	}
+	return 0;
+}
+
 bool event_is_api(struct json_object *ev)
 {
 	const char *src = json_str(ev, "source"), *t = json_str(ev, "type");
