@@ -1,112 +1,147 @@
-/* SPDX-License-Identifier: Apache-2.0 */
+// SPDX-License-Identifier: Apache-2.0
+/* Visible escapes for bytes a terminal would act on (term-escape.h). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "term-escape.h"
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 when the
- * first byte does not start one (RFC 3629, section 4). Its code point in
- * *cp. */
-static size_t utf8_seq(const uint8_t *p, size_t n, uint32_t *cp)
+/* Length of the valid UTF-8 sequence at s (at most n bytes) and its code
+ * point, or 0 when the bytes there are not one (RFC 3629: no overlongs, no
+ * surrogates, nothing past U+10FFFF). */
+static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
 {
-	uint8_t c = p[0], lo = 0x80, hi = 0xbf;
-	size_t want;
-	uint32_t v;
+	size_t len;
+	uint32_t c, min;
 
-	if (c >= 0xc2 && c <= 0xdf) {
-		want = 2;
-		v = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		want = 3;
-		v = c & 0x0f;
-		if (c == 0xe0)
-			lo = 0xa0; /* overlong */
-		else if (c == 0xed)
-			hi = 0x9f; /* surrogates */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		want = 4;
-		v = c & 0x07;
-		if (c == 0xf0)
-			lo = 0x90; /* overlong */
-		else if (c == 0xf4)
-			hi = 0x8f; /* past U+10FFFF */
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		c = s[0] & 0x1f;
+		min = 0x80;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		len = 3;
+		c = s[0] & 0x0f;
+		min = 0x800;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		len = 4;
+		c = s[0] & 0x07;
+		min = 0x10000;
 	} else {
 		return 0;
 	}
-	if (n < want || p[1] < lo || p[1] > hi)
+	if (n < len)
 		return 0;
-	for (size_t i = 1; i < want; i++) {
-		if (i > 1 && (p[i] < 0x80 || p[i] > 0xbf))
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
 			return 0;
-		v = (v << 6) | (p[i] & 0x3f);
+		c = (c << 6) | (s[i] & 0x3f);
 	}
-	*cp = v;
-	return want;
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
 }
 
-static int escaped_cp(uint32_t cp)
+/* Code points a terminal acts on or that change what the reader sees
+ * without being seen: C1 controls, bidi embeddings, overrides and
+ * isolates (CVE-2021-42574), LRM/RLM/ALM, zero-width space and joiners,
+ * line and paragraph separators, the BOM. */
+static bool cp_hidden(uint32_t c)
 {
-	return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
-	       (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029;
+	return (c >= 0x80 && c <= 0x9f) || (c >= 0x200b && c <= 0x200f) ||
+	       (c >= 0x2028 && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0x061c ||
+	       c == 0xfeff;
 }
 
-size_t tl_term_escape(char *out, size_t cap, const char *s, size_t len)
+/* The escape of one unit into out (at least 7 bytes): its length. */
+static size_t escape_unit(const unsigned char *s, size_t n, char *out, size_t *consumed)
 {
 	static const char hex[] = "0123456789abcdef";
-	const uint8_t *p = (const uint8_t *)s;
-	size_t total = 0, at = 0;
-	int full = cap == 0;
+	uint32_t cp = 0;
+	size_t len = utf8_seq(s, n, &cp);
 
-	for (size_t i = 0; i < len;) {
-		char piece[8];
-		size_t n = 0, adv = 1;
-		uint8_t c = p[i];
-		uint32_t cp;
-
-		if (c == '\\') {
-			piece[n++] = '\\';
-			piece[n++] = '\\';
-		} else if (c == '\t' || c == '\n' || c == '\r') {
-			piece[n++] = '\\';
-			piece[n++] = c == '\t' ? 't' : c == '\n' ? 'n' : 'r';
-		} else if (c >= 0x20 && c < 0x7f) {
-			piece[n++] = (char)c;
-		} else if (c < 0x80 || !(adv = utf8_seq(p + i, len - i, &cp))) {
-			adv = 1;
-			piece[n++] = '\\';
-			piece[n++] = 'x';
-			piece[n++] = hex[c >> 4];
-			piece[n++] = hex[c & 15];
-		} else if (escaped_cp(cp)) {
-			piece[n++] = '\\';
-			piece[n++] = 'u';
-			for (int shift = 12; shift >= 0; shift -= 4)
-				piece[n++] = hex[(cp >> shift) & 15];
-		} else {
-			memcpy(piece, p + i, adv);
-			n = adv;
-		}
-		i += adv;
-		total += n;
-		if (!full && at + n < cap) {
-			memcpy(out + at, piece, n);
-			at += n;
-		} else {
-			full = 1;
-		}
+	if (len == 0) { /* not UTF-8: this byte, then resynchronise */
+		*consumed = 1;
+		out[0] = '\\';
+		out[1] = 'x';
+		out[2] = hex[s[0] >> 4];
+		out[3] = hex[s[0] & 15];
+		return 4;
 	}
-	if (cap > 0)
-		out[at] = '\0';
-	return total;
+	*consumed = len;
+	if (cp < 0x20 || cp == 0x7f) {
+		out[0] = '\\';
+		if (cp == '\t' || cp == '\n' || cp == '\r') {
+			out[1] = cp == '\t' ? 't' : cp == '\n' ? 'n' : 'r';
+			return 2;
+		}
+		out[1] = 'x';
+		out[2] = hex[cp >> 4];
+		out[3] = hex[cp & 15];
+		return 4;
+	}
+	if (cp_hidden(cp)) {
+		out[0] = '\\';
+		out[1] = 'u';
+		out[2] = hex[(cp >> 12) & 15];
+		out[3] = hex[(cp >> 8) & 15];
+		out[4] = hex[(cp >> 4) & 15];
+		out[5] = hex[cp & 15];
+		return 6;
+	}
+	memcpy(out, s, len);
+	return len;
 }
 
-char *tl_term_escape_dup(const char *s)
+size_t tl_term_escape(char *dst, size_t dstlen, const char *s, size_t n)
 {
-	size_t len = s ? strlen(s) : 0, need = tl_term_escape(NULL, 0, s ? s : "", len);
+	const unsigned char *p = (const unsigned char *)s;
+	size_t need = 0, o = 0, i = 0;
+	bool full = false;
+
+	while (s && i < n) {
+		char unit[8];
+		size_t used, k = escape_unit(p + i, n - i, unit, &used);
+
+		i += used;
+		need += k;
+		if (!full && dst && o + k < dstlen) {
+			memcpy(dst + o, unit, k);
+			o += k;
+		} else {
+			full = true; /* no partial escape, nothing after a cut */
+		}
+	}
+	if (dst && dstlen)
+		dst[o] = '\0';
+	return need;
+}
+
+bool tl_term_needs_escape(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; s && i < n;) {
+		uint32_t cp;
+		size_t len = utf8_seq(p + i, n - i, &cp);
+
+		if (len == 0 || cp < 0x20 || cp == 0x7f || cp_hidden(cp))
+			return true;
+		i += len;
+	}
+	return false;
+}
+
+char *tl_term_escape_dup(const char *s, size_t n)
+{
+	size_t need = tl_term_escape(NULL, 0, s, n);
 	char *out = malloc(need + 1);
 
 	if (out)
-		tl_term_escape(out, need + 1, s ? s : "", len);
+		tl_term_escape(out, need + 1, s, n);
 	return out;
 }

@@ -1,30 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
+/* Text for a terminal from bytes someone else chose. Pod and container
+ * names, request IDs and paths (any HTTP client of a Pod picks them), an
+ * agent's error bodies: printed raw, an ESC sequence in them retitles the
+ * window, clears the screen or plants an OSC 8 link in the reader's
+ * terminal. Every byte that a terminal may act on, or that is not text,
+ * becomes a visible escape:
+ *   - C0 controls and DEL: \t \n \r, else \xNN (ESC is \x1b);
+ *   - C1 controls (U+0080..U+009F; a terminal may read 0x9b as CSI): \u00NN;
+ *   - characters that reorder or hide text (bidi overrides and isolates,
+ *     LRM/RLM, zero-width space/joiners, line/paragraph separators, BOM):
+ *     \uNNNN;
+ *   - bytes that are not UTF-8 (a stray continuation, a bad or overlong
+ *     lead, a surrogate, past U+10FFFF, a sequence cut short): \xNN each.
+ * Everything else, backslashes included, is copied. Library code: no
+ * allocation but where named, no global state. */
+#include <stdbool.h>
 #include <stddef.h>
 
-/* Text from peers (Pod and container names, request IDs and paths, an
- * agent's answer) made safe to print on a terminal: nothing in it can move
- * the cursor, retitle the window, clear the screen, plant a link or start a
- * new line, and what was escaped stays visible.
- *
- *   \       -> \\                     (so that every escape below is unambiguous)
- *   TAB LF CR -> \t \n \r
- *   other C0 bytes, DEL -> \xNN       (ESC is \x1b)
- *   a byte that is not part of valid UTF-8 (RFC 3629: no overlong forms,
- *   no surrogates, nothing past U+10FFFF) -> \xNN, byte by byte
- *   C1 controls U+0080-U+009F, the bidirectional overrides and isolates
- *   U+202A-U+202E and U+2066-U+2069, U+2028 and U+2029 -> \uNNNN
- *   everything else, valid UTF-8 included, as it is.
- *
- * No dependency beyond the C library: the static termline-wait links it. */
-
-/* Writes the escaped form of s (len bytes; NUL bytes are text like any
- * other) into out, cap bytes, always NUL-terminated when cap > 0. When it
- * does not fit it is cut before an escape or a UTF-8 sequence, never
- * inside one. Returns the length of the whole escaped form, without the
- * NUL, like snprintf: the result is complete when it is below cap. */
-size_t tl_term_escape(char *out, size_t cap, const char *s, size_t len);
-
-/* The escaped form of the NUL-terminated s in a new string (free()), or
- * NULL when out of memory; s NULL gives "". */
-char *tl_term_escape_dup(const char *s);
+/* Writes the escaped form of s (n bytes; NULs included) into dst as
+ * snprintf does: at most dstlen - 1 bytes and a NUL, never a partial
+ * escape. Returns the length the whole escaped text needs. */
+size_t tl_term_escape(char *dst, size_t dstlen, const char *s, size_t n);
+/* true when s (n bytes) would change under tl_term_escape(). */
+bool tl_term_needs_escape(const char *s, size_t n);
+/* A malloc'ed, NUL-terminated escaped copy, or NULL without memory. */
+char *tl_term_escape_dup(const char *s, size_t n);

@@ -156,11 +156,22 @@ static bool scalar_is_null(yaml_node_t *n)
 	       (n->data.scalar.length == 0 || strcmp(v, "null") == 0 || strcmp(v, "~") == 0);
 }
 
+struct kc_file {
+	yaml_document_t doc;
+	char *path, *dir;
+};
+
+/* The files of a merged kubeconfig in order, and the one whose entry is
+ * being read (messages name it, relative paths are relative to it). */
 struct kc_ctx {
 	yaml_document_t *doc;
 	const char *source;
+	const char *dir;
 	char *err;
 	size_t errlen;
+	struct kc_file *files;
+	size_t nfiles;
+	const char *all; /* every file, for messages about none of them */
 };
 
 /* A string value: absent or null -> *ret NULL and 0; not a scalar -> error. */
@@ -230,47 +241,60 @@ static int get_bool(struct kc_ctx *c, yaml_node_t *map, const char *prefix, cons
 }
 
 /* Finds the entry of a named list ("clusters", "users", "contexts") whose
- * name is name; fills ret_key with "clusters[i]" and returns the inner map
- * under inner ("cluster"). */
-static int find_named(struct kc_ctx *c, yaml_node_t *root, const char *list, const char *inner,
-		      const char *name, const char *ref_key, yaml_node_t **ret, char *ret_key,
-		      size_t keylen)
+ * name is name, in the first file that has one (kubectl's merge: the first
+ * file to set a name wins, entries are never merged); fills ret_key with
+ * "clusters[i].cluster", makes that file the current one and returns the
+ * inner map under inner ("cluster"). */
+static int find_named(struct kc_ctx *c, const char *list, const char *inner, const char *name,
+		      const char *ref_key, yaml_node_t **ret, char *ret_key, size_t keylen)
 {
-	yaml_node_t *seq = map_get(c->doc, root, list);
-	int i = 0;
+	bool any_list = false;
 
-	if (!seq || (seq->type == YAML_SCALAR_NODE && scalar_is_null(seq))) {
-		snprintf(c->err, c->errlen, "kubeconfig %s: key %s: missing (needed for %s \"%s\")",
-			 c->source, list, ref_key, name);
-		return -ENOENT;
-	}
-	if (seq->type != YAML_SEQUENCE_NODE) {
-		snprintf(c->err, c->errlen, "kubeconfig %s: key %s: expected a list", c->source,
-			 list);
-		return -EINVAL;
-	}
-	for (yaml_node_item_t *it = seq->data.sequence.items.start;
-	     it < seq->data.sequence.items.top; it++, i++) {
-		yaml_node_t *e = yaml_document_get_node(c->doc, *it);
-		yaml_node_t *n = map_get(c->doc, e, "name");
-		yaml_node_t *in;
+	for (size_t f = 0; f < c->nfiles; f++) {
+		yaml_document_t *doc = &c->files[f].doc;
+		yaml_node_t *root = yaml_document_get_root_node(doc);
+		yaml_node_t *seq = map_get(doc, root, list);
+		int i = 0;
 
-		if (!n || n->type != YAML_SCALAR_NODE ||
-		    strlen(name) != n->data.scalar.length ||
-		    memcmp(n->data.scalar.value, name, n->data.scalar.length) != 0)
+		if (!seq || (seq->type == YAML_SCALAR_NODE && scalar_is_null(seq)))
 			continue;
-		snprintf(ret_key, keylen, "%s[%d].%s", list, i, inner);
-		in = map_get(c->doc, e, inner);
-		if (!in || in->type != YAML_MAPPING_NODE) {
-			snprintf(c->err, c->errlen, "kubeconfig %s: key %s: missing or not a map",
-				 c->source, ret_key);
+		if (seq->type != YAML_SEQUENCE_NODE) {
+			snprintf(c->err, c->errlen, "kubeconfig %s: key %s: expected a list",
+				 c->files[f].path, list);
 			return -EINVAL;
 		}
-		*ret = in;
-		return 0;
+		any_list = true;
+		for (yaml_node_item_t *it = seq->data.sequence.items.start;
+		     it < seq->data.sequence.items.top; it++, i++) {
+			yaml_node_t *e = yaml_document_get_node(doc, *it);
+			yaml_node_t *n = map_get(doc, e, "name");
+			yaml_node_t *in;
+
+			if (!n || n->type != YAML_SCALAR_NODE ||
+			    strlen(name) != n->data.scalar.length ||
+			    memcmp(n->data.scalar.value, name, n->data.scalar.length) != 0)
+				continue;
+			c->doc = doc;
+			c->source = c->files[f].path;
+			c->dir = c->files[f].dir;
+			snprintf(ret_key, keylen, "%s[%d].%s", list, i, inner);
+			in = map_get(doc, e, inner);
+			if (!in || in->type != YAML_MAPPING_NODE) {
+				snprintf(c->err, c->errlen,
+					 "kubeconfig %s: key %s: missing or not a map", c->source,
+					 ret_key);
+				return -EINVAL;
+			}
+			*ret = in;
+			return 0;
+		}
 	}
-	snprintf(c->err, c->errlen, "kubeconfig %s: key %s: no entry named \"%s\" (from %s)",
-		 c->source, list, name, ref_key);
+	if (!any_list)
+		snprintf(c->err, c->errlen, "kubeconfig %s: key %s: missing (needed for %s \"%s\")",
+			 c->all, list, ref_key, name);
+	else
+		snprintf(c->err, c->errlen, "kubeconfig %s: key %s: no entry named \"%s\" (from %s)",
+			 c->all, list, name, ref_key);
 	return -ENOENT;
 }
 
@@ -513,60 +537,103 @@ static int check_server(struct kc_ctx *c, const char *key, const char *server)
 	return 0;
 }
 
-static int kc_parse(struct kc_ctx *c, struct tl_kubeconfig *kc)
+static int kc_parse(struct kc_ctx *c, const struct tl_kubeconfig_select *sel,
+		    struct tl_kubeconfig *kc)
 {
-	yaml_node_t *root = yaml_document_get_root_node(c->doc), *ctx, *cl, *us, *ex;
+	yaml_node_t *ctx = NULL, *cl, *us, *ex;
 	char *cur = NULL, *cluster = NULL, *user = NULL, *s = NULL;
-	char ckey[64], clkey[64], ukey[64];
+	char ckey[64] = "", clkey[64], ukey[64];
+	const char *ctx_ref = "current-context";
 	int r;
 
-	if (!root || root->type != YAML_MAPPING_NODE) {
-		snprintf(c->err, c->errlen, "kubeconfig %s: not a YAML map", c->source);
-		return -EINVAL;
+	for (size_t f = 0; f < c->nfiles; f++) {
+		yaml_node_t *root = yaml_document_get_root_node(&c->files[f].doc);
+
+		if (!root || root->type != YAML_MAPPING_NODE) {
+			snprintf(c->err, c->errlen, "kubeconfig %s: not a YAML map",
+				 c->files[f].path);
+			return -EINVAL;
+		}
 	}
-	r = get_str(c, root, "", "current-context", &cur);
-	if (r < 0) {
-		snprintf(c->err, c->errlen, "kubeconfig %s: key current-context: expected a string",
-			 c->source);
-		goto out;
+	if (sel && sel->context) {
+		cur = strdup(sel->context);
+		if (!cur)
+			return -ENOMEM;
+		ctx_ref = "--context";
 	}
-	if (!cur || !*cur) {
-		snprintf(c->err, c->errlen, "kubeconfig %s: key current-context: missing", c->source);
+	/* current-context: the first file that sets one */
+	for (size_t f = 0; !cur && f < c->nfiles; f++) {
+		c->doc = &c->files[f].doc;
+		c->source = c->files[f].path;
+		r = get_str(c, yaml_document_get_root_node(c->doc), "", "current-context", &cur);
+		if (r < 0) {
+			snprintf(c->err, c->errlen,
+				 "kubeconfig %s: key current-context: expected a string", c->source);
+			goto out;
+		}
+		if (cur && !*cur) {
+			free(cur);
+			cur = NULL;
+		}
+	}
+	c->doc = &c->files[0].doc;
+	c->source = c->all;
+	c->dir = c->files[0].dir;
+	if (!cur && !(sel && sel->cluster)) {
+		snprintf(c->err, c->errlen, "kubeconfig %s: key current-context: missing", c->all);
 		r = -EINVAL;
 		goto out;
 	}
-	r = find_named(c, root, "contexts", "context", cur, "current-context", &ctx, ckey,
-		       sizeof(ckey));
-	if (r < 0)
-		goto out;
-	r = get_str(c, ctx, ckey, "cluster", &cluster);
-	if (r < 0)
-		goto out;
+	if (cur) {
+		r = find_named(c, "contexts", "context", cur, ctx_ref, &ctx, ckey, sizeof(ckey));
+		if (r < 0)
+			goto out;
+		r = get_str(c, ctx, ckey, "cluster", &cluster);
+		if (r < 0)
+			goto out;
+		r = get_str(c, ctx, ckey, "user", &user);
+		if (r < 0)
+			goto out;
+		/* the context's default namespace, as kubectl uses it (the agent
+		 * itself watches all namespaces and ignores it) */
+		r = get_str(c, ctx, ckey, "namespace", &kc->ns);
+		if (r < 0)
+			goto out;
+		if (kc->ns && (!*kc->ns || strlen(kc->ns) > 63 || strpbrk(kc->ns, "/ \t\r\n"))) {
+			snprintf(c->err, c->errlen,
+				 "kubeconfig %s: key %s.namespace: not a namespace name", c->source,
+				 ckey);
+			r = -EINVAL;
+			goto out;
+		}
+	}
+	if (sel && sel->cluster) {
+		free(cluster);
+		cluster = strdup(sel->cluster);
+		snprintf(ckey, sizeof(ckey), "--cluster");
+		if (!cluster) {
+			r = -ENOMEM;
+			goto out;
+		}
+	}
+	if (sel && sel->user) {
+		free(user);
+		user = strdup(sel->user);
+		if (!user) {
+			r = -ENOMEM;
+			goto out;
+		}
+	}
 	if (!cluster) {
 		snprintf(c->err, c->errlen, "kubeconfig %s: key %s.cluster: missing", c->source, ckey);
-		r = -EINVAL;
-		goto out;
-	}
-	r = get_str(c, ctx, ckey, "user", &user);
-	if (r < 0)
-		goto out;
-	/* the context's default namespace, as kubectl uses it (the agent
-	 * itself watches all namespaces and ignores it) */
-	r = get_str(c, ctx, ckey, "namespace", &kc->ns);
-	if (r < 0)
-		goto out;
-	if (kc->ns && (!*kc->ns || strlen(kc->ns) > 63 || strpbrk(kc->ns, "/ \t\r\n"))) {
-		snprintf(c->err, c->errlen, "kubeconfig %s: key %s.namespace: not a namespace name",
-			 c->source, ckey);
 		r = -EINVAL;
 		goto out;
 	}
 	{
 		char ref[96];
 
-		snprintf(ref, sizeof(ref), "%s.cluster", ckey);
-		r = find_named(c, root, "clusters", "cluster", cluster, ref, &cl, clkey,
-			       sizeof(clkey));
+		snprintf(ref, sizeof(ref), "%s%s", ckey, sel && sel->cluster ? "" : ".cluster");
+		r = find_named(c, "clusters", "cluster", cluster, ref, &cl, clkey, sizeof(clkey));
 		if (r < 0)
 			goto out;
 	}
@@ -583,7 +650,7 @@ static int kc_parse(struct kc_ctx *c, struct tl_kubeconfig *kc)
 		goto out;
 	while (strlen(kc->server) > 8 && kc->server[strlen(kc->server) - 1] == '/')
 		kc->server[strlen(kc->server) - 1] = '\0';
-	r = get_path(c, cl, clkey, "certificate-authority", kc->dir, &kc->ca_file);
+	r = get_path(c, cl, clkey, "certificate-authority", c->dir, &kc->ca_file);
 	if (r < 0)
 		goto out;
 	r = get_b64(c, cl, clkey, "certificate-authority-data", &kc->ca_pem, &kc->ca_pem_len);
@@ -611,8 +678,11 @@ static int kc_parse(struct kc_ctx *c, struct tl_kubeconfig *kc)
 	{
 		char ref[96];
 
-		snprintf(ref, sizeof(ref), "%s.user", ckey);
-		r = find_named(c, root, "users", "user", user, ref, &us, ukey, sizeof(ukey));
+		if (sel && sel->user)
+			snprintf(ref, sizeof(ref), "--user");
+		else
+			snprintf(ref, sizeof(ref), "%s.user", ckey);
+		r = find_named(c, "users", "user", user, ref, &us, ukey, sizeof(ukey));
 		if (r < 0)
 			goto out;
 	}
@@ -626,7 +696,7 @@ static int kc_parse(struct kc_ctx *c, struct tl_kubeconfig *kc)
 		r = -EINVAL;
 		goto out;
 	}
-	r = get_path(c, us, ukey, "tokenFile", kc->dir, &kc->token_file);
+	r = get_path(c, us, ukey, "tokenFile", c->dir, &kc->token_file);
 	if (r < 0)
 		goto out;
 	if (kc->token_file && asprintf(&kc->token_file_key, "%s.tokenFile", ukey) < 0) {
@@ -634,10 +704,10 @@ static int kc_parse(struct kc_ctx *c, struct tl_kubeconfig *kc)
 		r = -ENOMEM;
 		goto out;
 	}
-	r = get_path(c, us, ukey, "client-certificate", kc->dir, &kc->cert_file);
+	r = get_path(c, us, ukey, "client-certificate", c->dir, &kc->cert_file);
 	if (r < 0)
 		goto out;
-	r = get_path(c, us, ukey, "client-key", kc->dir, &kc->key_file);
+	r = get_path(c, us, ukey, "client-key", c->dir, &kc->key_file);
 	if (r < 0)
 		goto out;
 	r = get_b64(c, us, ukey, "client-certificate-data", &kc->cert_pem, &kc->cert_pem_len);
@@ -661,7 +731,7 @@ static int kc_parse(struct kc_ctx *c, struct tl_kubeconfig *kc)
 			r = -ENOMEM;
 			goto out;
 		}
-		r = parse_exec(c, ex, kc->exec_key, kc->dir, &kc->exec);
+		r = parse_exec(c, ex, kc->exec_key, c->dir, &kc->exec);
 		if (r < 0)
 			goto out;
 	}
@@ -682,63 +752,129 @@ out:
 	return r;
 }
 
-int tl_kubeconfig_load(const char *path, struct tl_kubeconfig **ret, char *err, size_t errlen)
+/* One file parsed into f: 0, -ENOENT when it does not exist (with
+ * skip_missing, no message), else -errno with the message. */
+static int load_file(const char *path, struct kc_file *f, bool skip_missing, char *err,
+		     size_t errlen)
 {
-	struct tl_kubeconfig *kc = NULL;
 	yaml_parser_t parser;
-	yaml_document_t doc;
-	bool parser_ok = false, doc_ok = false;
 	char *buf = NULL, *slash;
 	size_t len;
-	struct kc_ctx c = { .doc = &doc, .source = path, .err = err, .errlen = errlen };
 	int r;
 
-	if (err && errlen)
-		err[0] = '\0';
 	r = tl_read_file(path, KC_MAX_FILE, &buf, &len);
 	if (r < 0) {
-		tl_kubeconfig_err(err, errlen, path, NULL, "cannot read: %s", tl_kubeconfig_errstr(r));
+		if (!(skip_missing && r == -ENOENT))
+			tl_kubeconfig_err(err, errlen, path, NULL, "cannot read: %s",
+					  tl_kubeconfig_errstr(r));
 		return r;
 	}
-	kc = calloc(1, sizeof(*kc));
-	if (!kc) {
+	f->path = strdup(path);
+	f->dir = strdup(path);
+	if (!f->path || !f->dir) {
 		r = -ENOMEM;
-		goto out;
+		goto fail;
 	}
-	kc->source = strdup(path);
-	kc->dir = strdup(path);
-	if (!kc->source || !kc->dir) {
-		r = -ENOMEM;
-		goto out;
-	}
-	slash = strrchr(kc->dir, '/');
-	if (slash && slash != kc->dir)
+	slash = strrchr(f->dir, '/');
+	if (slash && slash != f->dir)
 		*slash = '\0';
 	else if (slash)
 		slash[1] = '\0';
 	else
-		strcpy(kc->dir, ".");
+		strcpy(f->dir, ".");
 	if (!yaml_parser_initialize(&parser)) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+	if (!yaml_parser_load(&parser, &f->doc)) {
+		tl_kubeconfig_err(err, errlen, path, NULL, "line %zu: %s",
+				  parser.problem_mark.line + 1,
+				  parser.problem ? parser.problem : "YAML syntax error");
+		yaml_parser_delete(&parser);
+		r = -EINVAL;
+		goto fail;
+	}
+	yaml_parser_delete(&parser);
+	if (!yaml_document_get_root_node(&f->doc)) {
+		tl_kubeconfig_err(err, errlen, path, NULL, "empty file");
+		yaml_document_delete(&f->doc);
+		r = -EINVAL;
+		goto fail;
+	}
+	free(buf);
+	return 0;
+fail:
+	free(buf);
+	free(f->path);
+	free(f->dir);
+	f->path = f->dir = NULL;
+	return r;
+}
+
+static int load_merged(const char *const *paths, size_t n, bool skip_missing,
+		       const struct tl_kubeconfig_select *sel, struct tl_kubeconfig **ret,
+		       char *err, size_t errlen)
+{
+	struct tl_kubeconfig *kc = NULL;
+	struct kc_file *files = NULL;
+	char *all = NULL;
+	size_t nf = 0, alen = 0;
+	struct kc_ctx c = { .err = err, .errlen = errlen };
+	int r;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (n == 0 || n > 64) {
+		tl_kubeconfig_err(err, errlen, "(none)", NULL, n ? "more than 64 files" : "no file");
+		return -EINVAL;
+	}
+	files = calloc(n, sizeof(*files));
+	kc = calloc(1, sizeof(*kc));
+	if (!files || !kc) {
 		r = -ENOMEM;
 		goto out;
 	}
-	parser_ok = true;
-	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		tl_kubeconfig_err(err, errlen, path, NULL, "line %zu: %s", parser.problem_mark.line + 1,
-		       parser.problem ? parser.problem : "YAML syntax error");
-		r = -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		r = load_file(paths[i], &files[nf], skip_missing, err, errlen);
+		if (r == -ENOENT && skip_missing)
+			continue; /* kubectl skips the files of $KUBECONFIG that do not exist */
+		if (r < 0)
+			goto out;
+		nf++;
+	}
+	/* "a:b" names them all in messages not about one of them */
+	for (size_t i = 0; i < n; i++)
+		alen += strlen(paths[i]) + 1;
+	all = malloc(alen + 1);
+	if (!all) {
+		r = -ENOMEM;
 		goto out;
 	}
-	doc_ok = true;
-	if (!yaml_document_get_root_node(&doc)) {
-		tl_kubeconfig_err(err, errlen, path, NULL, "empty file");
-		r = -EINVAL;
+	all[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			strcat(all, ":");
+		strcat(all, paths[i]);
+	}
+	if (nf == 0) {
+		tl_kubeconfig_err(err, errlen, all, NULL, "cannot read: %s",
+				  n == 1 ? strerror(ENOENT) : "none of these files exists");
+		r = -ENOENT;
 		goto out;
 	}
-	r = kc_parse(&c, kc);
+	kc->source = strdup(nf == 1 ? files[0].path : all);
+	kc->dir = strdup(files[0].dir);
+	if (!kc->source || !kc->dir) {
+		r = -ENOMEM;
+		goto out;
+	}
+	c.files = files;
+	c.nfiles = nf;
+	c.all = kc->source;
+	r = kc_parse(&c, sel, kc);
 	if (r == -ENOMEM)
-		tl_kubeconfig_err(err, errlen, path, NULL, "out of memory");
+		tl_kubeconfig_err(err, errlen, kc->source, NULL, "out of memory");
 	/* messages quote values of the file: one line, whatever they hold */
 	if (r < 0)
 		tl_kubeconfig_escape(err, errlen);
@@ -747,13 +883,27 @@ int tl_kubeconfig_load(const char *path, struct tl_kubeconfig **ret, char *err, 
 	*ret = kc;
 	kc = NULL;
 out:
-	if (doc_ok)
-		yaml_document_delete(&doc);
-	if (parser_ok)
-		yaml_parser_delete(&parser);
-	free(buf);
+	for (size_t i = 0; files && i < nf; i++) {
+		yaml_document_delete(&files[i].doc);
+		free(files[i].path);
+		free(files[i].dir);
+	}
+	free(files);
+	free(all);
 	tl_kubeconfig_free(kc);
 	return r;
+}
+
+int tl_kubeconfig_load(const char *path, struct tl_kubeconfig **ret, char *err, size_t errlen)
+{
+	return load_merged(&path, 1, false, NULL, ret, err, errlen);
+}
+
+int tl_kubeconfig_load_merged(const char *const *paths, size_t n,
+			      const struct tl_kubeconfig_select *sel, struct tl_kubeconfig **ret,
+			      char *err, size_t errlen)
+{
+	return load_merged(paths, n, true, sel, ret, err, errlen);
 }
 
 int tl_kubeconfig_in_cluster(const char *sa_dir, struct tl_kubeconfig **ret, char *err,

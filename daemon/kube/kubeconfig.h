@@ -4,8 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Where the API server is and how to authenticate to it: from a kubeconfig
- * file (current-context only) or from the in-cluster service account.
+/* Where the API server is and how to authenticate to it: from kubeconfig
+ * files (the current context, or the one selected) or from the in-cluster
+ * service account.
  * Errors come back as one line naming the file and the key. */
 
 struct tl_kube_exec {
@@ -53,6 +54,22 @@ struct tl_kubeconfig {
 #define TL_KUBE_TOKEN_REREAD_MS 60000
 
 int tl_kubeconfig_load(const char *path, struct tl_kubeconfig **ret, char *err, size_t errlen);
+
+/* kubectl's --context, --cluster and --user: NULL takes the kubeconfig's
+ * (current-context, then that context's cluster and user). */
+struct tl_kubeconfig_select {
+	const char *context;
+	const char *cluster;
+	const char *user;
+};
+/* kubectl's merge of the files $KUBECONFIG lists, in order: the first file
+ * that sets current-context wins, and for each cluster, user and context
+ * name the first file that has an entry of that name (entries are not
+ * merged); files that do not exist are skipped. Relative paths in an entry
+ * are relative to its file. sel may be NULL. */
+int tl_kubeconfig_load_merged(const char *const *paths, size_t n,
+			      const struct tl_kubeconfig_select *sel, struct tl_kubeconfig **ret,
+			      char *err, size_t errlen);
 /* In-cluster: $KUBERNETES_SERVICE_HOST/PORT and sa_dir/{token,ca.crt};
  * sa_dir NULL = TL_KUBE_SA_DIR. */
 int tl_kubeconfig_in_cluster(const char *sa_dir, struct tl_kubeconfig **ret, char *err,

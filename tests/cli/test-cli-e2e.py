@@ -258,7 +258,12 @@ def main():
                 if f["rule"] == "requests_after_listener_closed":
                     assert f["recommendation"]["value"] <= rec["value"], (f, rec)
         text = cli("rollout", "deployment/web", "-n", NS, kubeconfig=kc).stdout
-        assert "recommended for the Deployment: spec.containers[app].lifecycle.preStop.sleep.seconds" in text, text
+        flat = " ".join(text.split())
+        total = len(failed[0]) + len(failed[1])
+        assert flat.startswith(f"deployment {NS}/web: {total} requests failed in 2 of 2 Pods (2 terminated): "
+                               "app closed :8080"), text
+        assert f"Fix: hold app in a {rec['value']} s preStop sleep" in flat, text
+        assert f"kubectl -n {NS} patch deployment web -p '" in text, text
         cli("rollout", "deployment/web", "-n", NS, "--revision", "2", kubeconfig=kc, rc=1)
         cli("rollout", "deployment/nope", "-n", NS, kubeconfig=kc, rc=1)
 

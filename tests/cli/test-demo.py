@@ -3,7 +3,8 @@
 """The README's demo, end to end (root): tools/termline-demo as the README
 runs it (the race, then the fix, --fixed being the default). The failed
 request IDs the load generator saw are exactly those `explain`
-lists; check exits 1; with the recommended preStop applied no request
+lists, and explain opens with the verdict (that many failed) and the fix
+once; check exits 1; with the recommended preStop applied no request
 fails and check exits 0; the SVG is written. Then the demo is interrupted
 with SIGINT in the middle of a run: no process, cgroup or network
 namespace of it is left."""
@@ -68,9 +69,21 @@ def main():
     assert fixed["failed"] == [] and fixed["explainIds"] == [], fixed
     assert fixed["sent"] >= 10, fixed
     assert fixed["checkExit"] == 0, fixed
+    # explain answers first: the verdict with the count the load generator
+    # saw, then the fix once, as a kubectl patch
+    ex = race["explainText"]
+    flat = " ".join(ex.split())
+    assert flat.startswith(f"{race['pod']}: {len(race['failed'])} request"
+                           f"{'s' if len(race['failed']) != 1 else ''} failed ("), ex
+    assert ex.count("\nFix:") == 1 and "kubectl -n shop patch deployment web -p '" in ex, ex
+    assert f"seconds: {race['preStopRecommended']}'" in ex, ex
+    assert ex.index("Fix:") < ex.index("most severe first"), ex
+    assert " ".join(fixed["explainText"].split()).startswith(f"{fixed['pod']}: No request failed"), \
+        fixed["explainText"]
     for run in runs:
         with open(run["svg"]) as f:
             assert f.read(200).startswith("<?xml"), run["svg"]
+        assert run["png"] and os.path.getsize(run["png"]) > 10000, run["png"]
     assert "explain lists exactly the" in r.stdout, r.stdout
     print(f"demo --fixed: {len(race['failed'])} failed of {race['sent']}, then 0 of {fixed['sent']} "
           f"with preStop {race['preStopRecommended']}s; {elapsed:.1f}s")

@@ -34,6 +34,8 @@ object, 404 when absent), /apis/apps/v1/namespaces/NS/{deployments,
 replicasets}[/NAME] and /apis/discovery.k8s.io/v1/namespaces/NS/endpointslices.
 Deployments and ReplicaSets are held like the other objects ("resource":
 "deployments" / "replicasets" in "objects" and steps) but have no WATCH.
+GET /api/v1/namespaces/NS answers a Namespace when the scenario's
+"namespaces" list names it or an object is held in it, else 404.
 The pod proxy, GET /api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH, is
 forwarded (plain HTTP, GET only, query kept) to the address the scenario's
 "podProxy" gives for "NS/NAME:PORT" (e.g. {"termline/termline-a:9440":
@@ -76,6 +78,7 @@ APPS = {
 }
 NAMESPACED = re.compile(r"^/(?:api/v1|apis/(?:apps|discovery\.k8s\.io)/v1)/namespaces/([^/]+)/"
                         r"(pods|deployments|replicasets|endpointslices)(?:/([^/]+)(/proxy(/.*)?)?)?$")
+NAMESPACE = re.compile(r"^/api/v1/namespaces/([^/]+)$")
 PROXY_MAX = 64 << 20
 
 
@@ -87,6 +90,7 @@ class State:
         self.initial = {r: {} for r in [v[0] for v in RESOURCES.values()] + list(APPS)}
         self.objs = {r: {} for r in self.initial}
         self.pod_proxy = dict(scenario.get("podProxy", {}))
+        self.namespaces = list(scenario.get("namespaces", []))
         self.compacted = 0
         self.token = scenario.get("token", "t0")
         self.token_file = token_file
@@ -260,6 +264,10 @@ class Handler(BaseHTTPRequestHandler):
         if m:
             self.namespaced(m, url, q)
             return
+        m = NAMESPACE.match(url.path)
+        if m:
+            self.namespace(m.group(1))
+            return
         if url.path not in RESOURCES:
             rec["status"] = 404
             self.send_json(404, status(404, "NotFound", "not found"))
@@ -297,6 +305,20 @@ class Handler(BaseHTTPRequestHandler):
             rv = str(st.rv)
         self.send_json(200, {"kind": kinds[res][0], "apiVersion": kinds[res][1],
                              "metadata": {"resourceVersion": rv}, "items": objs})
+
+    def namespace(self, name):
+        """GET /api/v1/namespaces/NAME: a namespace exists when the scenario
+        names it ("namespaces") or holds an object in it."""
+        st = self.server.state
+        self.rec["resource"] = "namespaces"
+        with st.cv:
+            known = set(st.namespaces) | {o.get("metadata", {}).get("namespace")
+                                          for objs in st.objs.values() for o in objs.values()}
+        if name not in known:
+            self.send_json(404, status(404, "NotFound", f'namespaces "{name}" not found'))
+            return
+        self.send_json(200, {"kind": "Namespace", "apiVersion": "v1",
+                             "metadata": {"name": name}, "status": {"phase": "Active"}})
 
     def proxy(self, ns, name_port, path, query):
         """The API server's pod proxy: to the Pod's address, as the

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/* explain NS/POD: the findings, most severe first, with their numbers, the
- * request IDs involved and the recommended setting. The CLI computes them
- * with its own rules (the agent's stored ones may be older). */
+/* explain NS/POD: the verdict first (what failed, how many, when, why),
+ * then the fix once, paste-ready, then the findings, each saying which of
+ * the failed requests it covers. The CLI computes the findings with its
+ * own rules (the agent's stored ones may be older). */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,89 +11,178 @@
 #include "cli.h"
 #include "findings.h"
 
-static void wrap_ids(FILE *f, struct json_object *ids)
+#define IDS_LINES 2 /* request ID lines without -v */
+
+/* The IDs wrapped under "IDs:"; without -v two lines, the second ending
+ * in "… N more" when they do not all fit. */
+static void print_ids(const struct cli *cli, FILE *f, struct json_object *ids, size_t count)
 {
-	size_t n = json_object_array_length(ids), col = 0;
+	int width = cli->width > 100 ? 100 : cli->width < 40 ? 40 : cli->width;
+	size_t n = json_object_array_length(ids), i = 0, shown = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		const char *id = json_object_get_string(json_object_array_get_idx(ids, i));
-		size_t l = strlen(id);
+	for (size_t line = 1; i < n; line++) {
+		size_t col = 6, first = i;
+		bool last = cli->verbose < 1 && line == IDS_LINES;
 
-		if (col == 0 || col + l + 1 > 76) {
-			fprintf(f, "%s      ", col ? "\n" : "");
-			col = 6;
+		/* the IDs this line holds */
+		while (i < n) {
+			size_t l =
+			    text_cols(json_object_get_string(json_object_array_get_idx(ids, i)));
+
+			if (i > first && col + l + 1 > (size_t)width)
+				break;
+			col += l + 1;
+			i++;
 		}
-		fprintf(f, " %s", id);
-		col += l + 1;
+		/* the last line without -v: room for what is left unsaid */
+		while (last && i < count && i > first + 1) {
+			char more[64];
+			size_t mcols;
+
+			snprintf(more, sizeof(more), " %s %zu more (-v lists them)",
+				 glyph_ellipsis(cli), count - i);
+			mcols = text_cols(more);
+
+			if (col + mcols <= (size_t)width)
+				break;
+			col -=
+			    text_cols(json_object_get_string(json_object_array_get_idx(ids, --i))) +
+			    1;
+		}
+		fprintf(f, "%s", line == 1 ? "  IDs:" : "\n      ");
+		for (size_t k = first; k < i; k++)
+			fprintf(f, " %s",
+				json_object_get_string(json_object_array_get_idx(ids, k)));
+		shown = i;
+		if (last)
+			break;
 	}
-	if (n)
-		fputc('\n', f);
+	if (shown < count)
+		fprintf(f, " %s %zu more (%s)", glyph_ellipsis(cli), count - shown,
+			shown < n ? "-v lists them" : "-o json");
+	fputc('\n', f);
 }
 
-int explain_text(FILE *f, const struct cli *cli, struct json_object *doc, struct json_object *fs)
+static void print_numbers(const struct cli *cli, FILE *f, struct json_object *nums)
 {
-	struct json_object *pod = json_path(doc, "pod");
-	size_t n = json_object_array_length(fs);
-	bool complete =
-	    json_path(doc, "complete") && json_object_get_boolean(json_path(doc, "complete"));
+	char text[4096] = "numbers:";
 
-	fprintf(f,
-		"%s%s/%s%s: %zu finding%s%s, %zu failed request%s; times are seconds from the "
-		"deletion request\n",
-		col(cli, "bold"), json_str(pod, "namespace") ? json_str(pod, "namespace") : "?",
-		json_str(pod, "name") ? json_str(pod, "name") : "?", col(cli, "reset"), n,
-		n == 1 ? "" : "s", n > 1 ? " (most severe first)" : "", doc_failed_requests(doc),
-		doc_failed_requests(doc) == 1 ? "" : "s");
-	if (!complete)
-		fprintf(f, "%sthe timeline is INCOMPLETE: every finding below may miss events%s\n",
-			col(cli, "red"), col(cli, "reset"));
+	json_object_object_foreach(nums, k, v)
+	{
+		size_t l = strlen(text);
+
+		snprintf(text + l, sizeof(text) - l, " %s=%s", k,
+			 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	}
+	wrap(cli, f, 2, 4, text);
+}
+
+/* The rules' own sentences write times with %+.3f: a time a hair before
+ * the reference reads "-0.000 s". Said as the one formatter says it. */
+static const char *norm(const char *text, char *buf, size_t len)
+{
+	char *p;
+
+	snprintf(buf, len, "%s", text ? text : "");
+	for (p = strstr(buf, "-0.000 s"); p; p = strstr(p + 1, "-0.000 s"))
+		*p = '+';
+	return buf;
+}
+
+static bool same_reco(struct json_object *a, struct json_object *b)
+{
+	struct json_object *ra = json_path(a, "recommendation"),
+			   *rb = json_path(b, "recommendation");
+	const char *sa = json_str(ra, "setting"), *sb = json_str(rb, "setting");
+
+	return sa && sb && strcmp(sa, sb) == 0 &&
+	       strcmp(json_object_to_json_string(json_path(ra, "value")),
+		      json_object_to_json_string(json_path(rb, "value"))) == 0;
+}
+
+static int explain_text(FILE *f, const struct cli *cli, struct json_object *doc,
+			struct json_object *fs)
+{
+	size_t n = json_object_array_length(fs);
+	struct verdict v;
+	struct tl_model m;
+	char text[2048];
+	bool all_said = false;
+
+	if (tl_model_build(doc, &m) < 0) {
+		tl_model_done(&m);
+		return -1;
+	}
+	verdict_build(cli, &m, fs, &v);
+	snprintf(text, sizeof(text), "%s%s/%s:%s %s%s%s", col(cli, "bold"), m.ns ? m.ns : "?",
+		 m.name ? m.name : "?", col(cli, "reset"), v.failed ? col(cli, "red") : "",
+		 v.headline, v.failed ? col(cli, "reset") : "");
+	wrap(cli, f, 0, 2, text);
+	if (!m.complete) {
+		snprintf(text, sizeof(text),
+			 "%sThe timeline is INCOMPLETE (%s): every count below is a lower bound.%s",
+			 col(cli, "red"), m.incomplete_why, col(cli, "reset"));
+		wrap(cli, f, 0, 2, text);
+	}
+	fputc('\n', f);
+	if (verdict_print_fix(cli, f, &m, &v))
+		fputc('\n', f);
+	if (n)
+		fprintf(f, "%zu finding%s, most severe first (times from the %s):\n", n,
+			n == 1 ? "" : "s", m.deletion_ns ? "deletion request" : m.ref_what);
+	else
+		fprintf(f, "No findings: nothing happened that the rules recognise.\n");
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *x = json_object_array_get_idx(fs, i), *ids, *nums, *reco;
 		const char *sev = json_str(x, "severity");
 		int rank = tl_finding_severity_rank(sev);
+		char covers[300];
+		bool has_ids = json_object_object_get_ex(x, "requestIds", &ids) &&
+			       json_object_array_length(ids);
 
-		fprintf(f, "\n%s%-7s %s%s\n",
-			col(cli, rank == 3   ? "red"
-				 : rank == 2 ? "yellow"
-					     : "dim"),
-			sev ? sev : "?", json_str(x, "rule") ? json_str(x, "rule") : "?",
-			col(cli, "reset"));
-		fprintf(f, "  %s\n", json_str(x, "summary") ? json_str(x, "summary") : "");
-		if (json_object_object_get_ex(x, "numbers", &nums) &&
-		    json_object_is_type(nums, json_type_object)) {
-			fprintf(f, "  numbers:");
-			json_object_object_foreach(nums, k, v)
-			    fprintf(f, " %s=%s", k, json_object_to_json_string(v));
-			fputc('\n', f);
-		}
-		if (json_object_object_get_ex(x, "requestIds", &ids) &&
-		    json_object_array_length(ids)) {
-			fprintf(f, "  request IDs (%zu):\n", json_object_array_length(ids));
-			wrap_ids(f, ids);
-		}
-		if (json_object_object_get_ex(x, "recommendation", &reco)) {
-			struct json_object *v;
-			const char *vs = json_object_object_get_ex(reco, "value", &v)
-					     ? json_object_get_string(v)
-					     : "?";
+		verdict_covers(&v, x, !all_said, covers, sizeof(covers));
+		if (strncmp(covers, "all ", 4) == 0)
+			all_said = true;
+		snprintf(text, sizeof(text), "%s[%s] %s%s%s%s",
+			 col(cli, rank == 3   ? "red"
+				  : rank == 2 ? "yellow"
+					      : "dim"),
+			 sev ? sev : "?", json_str(x, "rule") ? json_str(x, "rule") : "?",
+			 col(cli, "reset"), covers[0] ? ": " : "", covers);
+		wrap(cli, f, 0, 4, text);
+		wrap(cli, f, 2, 2, norm(json_str(x, "summary"), text, sizeof(text)));
+		if (cli->verbose > 0 && json_object_object_get_ex(x, "numbers", &nums) &&
+		    json_object_is_type(nums, json_type_object))
+			print_numbers(cli, f, nums);
+		if (has_ids) {
+			long long count = (long long)json_object_array_length(ids);
+			struct json_object *c =
+			    json_path(json_path(x, "numbers"), "failedRequests");
 
-			fprintf(f, "  %srecommended:%s %s = %s\n", col(cli, "green"),
-				col(cli, "reset"),
-				json_str(reco, "setting") ? json_str(reco, "setting") : "?", vs);
-			fprintf(f, "    because %s\n",
-				json_str(reco, "formula") ? json_str(reco, "formula") : "");
-			if (json_object_object_get_ex(reco, "gate", &v)) {
-				fprintf(f, "  %sor wait for the drain:%s %s = %s\n",
-					col(cli, "green"), col(cli, "reset"),
-					json_str(v, "setting") ? json_str(v, "setting") : "?",
-					json_str(v, "value") ? json_str(v, "value") : "?");
-				fprintf(f, "    which %s\n",
-					json_str(v, "formula") ? json_str(v, "formula") : "");
+			if (c && json_object_is_type(c, json_type_int) &&
+			    json_object_get_int64(c) > count)
+				count = json_object_get_int64(c);
+			print_ids(cli, f, ids, (size_t)count);
+		}
+		reco = json_path(x, "recommendation");
+		if (reco && json_str(reco, "setting") &&
+		    strcmp(json_str(reco, "setting"), "none")) {
+			if (v.fix && (x == v.fix || same_reco(x, v.fix)))
+				fprintf(f, "  fix: the one above\n");
+			else {
+				snprintf(text, sizeof(text), "also: %s = %s",
+					 json_str(reco, "setting"),
+					 json_object_get_string(json_path(reco, "value")));
+				wrap(cli, f, 2, 4, text);
+			}
+			if (cli->verbose > 0 && json_str(reco, "formula")) {
+				snprintf(text, sizeof(text), "because %s",
+					 json_str(reco, "formula"));
+				wrap(cli, f, 4, 4, text);
 			}
 		}
 	}
-	if (!n)
-		fprintf(f, "no findings: nothing failed that the rules recognise\n");
+	tl_model_done(&m);
 	return 0;
 }
 
@@ -101,31 +191,48 @@ int cmd_explain(struct cli *cli)
 	struct json_object *doc, *fs = NULL;
 	int r;
 
-	if (cli->nargs != 1) {
-		cli_err(cli, "explain takes one NAMESPACE/POD");
-		return EXIT_USAGE;
-	}
-	if (cli->output && strcmp(cli->output, "text") && strcmp(cli->output, "json")) {
-		cli_err(cli, "explain: -o text or json");
-		return EXIT_USAGE;
-	}
-	r = load_doc(cli, cli->args[0], &doc);
+	r = load_doc(cli, cli->args[0], &doc, false, NULL);
 	if (r != EXIT_FOUND)
 		return r;
+	/* text: every string escaped for the terminal; json and yaml: exact */
+	if (output_is(cli, "text") && doc_escape(doc) < 0) {
+		json_object_put(doc);
+		return EXIT_USAGE;
+	}
 	if (doc_findings(doc, &fs) < 0) {
 		cli_err(cli, "%s: not a timeline document", cli->args[0]);
 		json_object_put(doc);
 		return EXIT_USAGE;
 	}
-	if (cli->output && strcmp(cli->output, "json") == 0) {
-		struct json_object *o = json_object_new_object();
+	if (!output_is(cli, "text")) {
+		struct json_object *o = json_object_new_object(), *vo = json_object_new_object();
+		struct tl_model m;
+		struct verdict v;
 
-		if (!o || json_object_object_add(o, "findings", json_object_get(fs)) < 0 ||
-		    print_json(stdout, o) < 0)
+		if (tl_model_build(doc, &m) == 0)
+			verdict_build(cli, &m, fs, &v);
+		else
+			memset(&v, 0, sizeof(v));
+		if (!o || !vo || json_object_object_add(o, "findings", json_object_get(fs)) < 0 ||
+		    json_object_object_add(o, "verdict", vo) < 0) {
+			json_object_put(vo);
 			r = EXIT_USAGE;
+		} else {
+			json_object_object_add(vo, "text", json_object_new_string(v.headline));
+			json_object_object_add(vo, "failedRequests",
+					       json_object_new_int64((int64_t)v.failed));
+			json_object_object_add(vo, "cause",
+					       v.cause_rule ? json_object_new_string(v.cause_rule)
+							    : NULL);
+			json_object_object_add(
+			    vo, "fix",
+			    v.fix ? json_object_new_string(json_str(v.fix, "rule")) : NULL);
+			r = print_structured(cli, o);
+		}
+		tl_model_done(&m);
 		json_object_put(o);
 	} else {
-		explain_text(stdout, cli, doc, fs);
+		r = explain_text(stdout, cli, doc, fs) < 0 ? EXIT_USAGE : EXIT_FOUND;
 	}
 	json_object_put(fs);
 	json_object_put(doc);

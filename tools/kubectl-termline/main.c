@@ -1,12 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 /* kubectl-termline: investigate Pod terminations recorded by termlined.
  * Installed on PATH as kubectl-termline, so `kubectl termline VERB` runs it.
- * Verbs, sources and exit statuses: docs/cli.md. */
+ * Verbs, flags, sources and exit statuses: docs/cli.md. The flags are
+ * kubectl's where kubectl has them (-n, -A, -o, --context, --cluster,
+ * --user, --kubeconfig, --request-timeout, -v); a flag the verb does not
+ * use is bad usage, never silently ignored. */
 #include <errno.h>
 #include <getopt.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -14,31 +23,7 @@
 #include "cli.h"
 #include "termline-config.h"
 
-static const char USAGE[] =
-    "usage:\n"
-    "  kubectl termline list    [--from DIR|URL] [-n NS | -A] [-o text|json]\n"
-    "  kubectl termline show    NS/POD [--from DIR|URL] [-o text|json]\n"
-    "  kubectl termline explain NS/POD [--from DIR|URL] [-o text|json]\n"
-    "  kubectl termline render  NS/POD [--from DIR|URL] -o svg|trace [--out FILE]\n"
-    "  kubectl termline check   NS/POD... [--from DIR|URL] [--max-failed-requests N]\n"
-    "                           [--require-graceful] [--max-endpoint-lag SECONDS]\n"
-    "  kubectl termline rollout deployment/NAME [-n NS] [--revision N] [-o text|json]\n"
-    "\n"
-    "  --from DIR          a termlined state dir (STATE/timelines/...)\n"
-    "  --from URL          one agent, http://HOST:9440\n"
-    "  (default)           the kubeconfig ($KUBECONFIG or ~/.kube/config; --kubeconfig FILE):\n"
-    "                      the agent on the Pod's node, through the API server's pod proxy\n"
-    "  POD without NS/     in -n NS, else the kubeconfig context's namespace, else default\n"
-    "Exit status: 0 found, 1 not found, 2 bad usage or unreachable source;\n"
-    "check: 0 all passed, 1 an assertion failed, 2 a timeline missing or incomplete.\n";
-
-static const struct {
-	const char *name;
-	int (*fn)(struct cli *);
-} VERBS[] = {
-    {"list", cmd_list},	    {"show", cmd_show},	  {"explain", cmd_explain},
-    {"render", cmd_render}, {"check", cmd_check}, {"rollout", cmd_rollout},
-};
+#define DEFAULT_TIMEOUT_MS 30000L
 
 static int parse_long(const char *s, long min, long *ret)
 {
@@ -53,74 +38,374 @@ static int parse_long(const char *s, long min, long *ret)
 	return 0;
 }
 
+/* Go's time.ParseDuration as kubectl reads --request-timeout ("1h2m3.5s",
+ * "500ms", "0"), a bare number being seconds; signed for --since. Into
+ * nanoseconds; -EINVAL. */
+static int parse_duration(const char *s, bool signed_ok, int64_t *ret)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"ns", 1},	 {"us", 1e3}, {"\u00b5s", 1e3}, {"ms", 1e6},
+		     {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
+	double total = 0;
+	bool neg = false;
+	const char *p = s;
+
+	if (*p == '-' || *p == '+') {
+		if (!signed_ok && *p == '-')
+			return -EINVAL;
+		neg = *p == '-';
+		p++;
+	}
+	if (!*p)
+		return -EINVAL;
+	while (*p) {
+		char *end;
+		double v;
+		size_t u;
+
+		if (!(*p >= '0' && *p <= '9') && *p != '.')
+			return -EINVAL;
+		errno = 0;
+		v = strtod(p, &end);
+		if (errno || end == p || !(v >= 0) || v > 1e9)
+			return -EINVAL;
+		p = end;
+		if (!*p && total == 0) {
+			total = v * 1e9; /* a bare number: seconds */
+			break;
+		}
+		for (u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
+			size_t n = strlen(units[u].unit);
+
+			/* "ms" is tried before "m" */
+			if (strncmp(p, units[u].unit, n) == 0)
+				break;
+		}
+		if (u == sizeof(units) / sizeof(units[0]))
+			return -EINVAL;
+		total += v * units[u].ns;
+		p += strlen(units[u].unit);
+	}
+	if (total > 1e18)
+		return -EINVAL;
+	*ret = (int64_t)llround(neg ? -total : total);
+	return 0;
+}
+
+static int terminal_width(void)
+{
+	struct winsize ws;
+	const char *c = getenv("COLUMNS");
+	long v;
+
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	if (c && parse_long(c, 20, &v) == 0 && v < 10000)
+		return (int)v;
+	return 80;
+}
+
+/* A reader that went away (| head): the rest is not wanted, and that is
+ * not an error (no 141 from SIGPIPE, no message). */
+static bool stdout_gone(void)
+{
+	struct pollfd p = {.fd = STDOUT_FILENO, .events = 0};
+
+	if (fflush(stdout) == EOF && errno == EPIPE)
+		return true;
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
+enum {
+	O_FROM = 256,
+	O_KUBECONFIG,
+	O_CONTEXT,
+	O_CLUSTER,
+	O_USER,
+	O_TIMEOUT,
+	O_OUT,
+	O_MAXFAIL,
+	O_GRACEFUL,
+	O_LAG,
+	O_REVISION,
+	O_COLOR,
+	O_ALL,
+	O_FAILED,
+	O_SINCE,
+	O_VERSION,
+};
+
+static const struct option OPTS[] = {
+    {"from", required_argument, NULL, O_FROM},
+    {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+    {"context", required_argument, NULL, O_CONTEXT},
+    {"cluster", required_argument, NULL, O_CLUSTER},
+    {"user", required_argument, NULL, O_USER},
+    {"request-timeout", required_argument, NULL, O_TIMEOUT},
+    {"namespace", required_argument, NULL, 'n'},
+    {"all-namespaces", no_argument, NULL, 'A'},
+    {"output", required_argument, NULL, 'o'},
+    {"out", required_argument, NULL, O_OUT},
+    {"v", required_argument, NULL, 'v'},
+    {"color", required_argument, NULL, O_COLOR},
+    {"max-failed-requests", required_argument, NULL, O_MAXFAIL},
+    {"require-graceful", no_argument, NULL, O_GRACEFUL},
+    {"max-endpoint-lag", required_argument, NULL, O_LAG},
+    {"revision", required_argument, NULL, O_REVISION},
+    {"all", no_argument, NULL, O_ALL},
+    {"failed", no_argument, NULL, O_FAILED},
+    {"since", required_argument, NULL, O_SINCE},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, O_VERSION},
+    {0},
+};
+
+static unsigned bit_of(int c)
+{
+	switch (c) {
+	case O_FROM:
+		return F_FROM;
+	case O_KUBECONFIG:
+		return F_KUBECONFIG;
+	case O_CONTEXT:
+		return F_CONTEXT;
+	case O_CLUSTER:
+		return F_CLUSTER;
+	case O_USER:
+		return F_USER;
+	case O_TIMEOUT:
+		return F_TIMEOUT;
+	case 'n':
+		return F_NS;
+	case 'A':
+		return F_ALLNS;
+	case 'o':
+		return F_OUTPUT;
+	case O_OUT:
+		return F_OUT;
+	case 'v':
+		return F_VERBOSE;
+	case O_COLOR:
+		return F_COLOR;
+	case O_MAXFAIL:
+		return F_MAXFAIL;
+	case O_GRACEFUL:
+		return F_GRACEFUL;
+	case O_LAG:
+		return F_LAG;
+	case O_REVISION:
+		return F_REVISION;
+	case O_ALL:
+		return F_ALL;
+	case O_FAILED:
+		return F_FAILED;
+	case O_SINCE:
+		return F_SINCE;
+	}
+	return 0;
+}
+
+static bool in_list(const char *list, const char *what)
+{
+	size_t n = strlen(what);
+
+	for (const char *p = list; p && *p;) {
+		size_t k = strcspn(p, "|");
+
+		if (k == n && strncmp(p, what, n) == 0)
+			return true;
+		p += k + (p[k] == '|');
+	}
+	return false;
+}
+
+/* -v alone (kubectl wants -v N) means -v 1; kubectl's -v=N, -n=NS and
+ * -o=FMT are taken as well. */
+static void normalise(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if ((strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--v") == 0) &&
+		    (!next || !*next || strspn(next, "0123456789") != strlen(next)))
+			argv[i] = (char *)"--v=1";
+		else if (argv[i][0] == '-' && strchr("nov", argv[i][1]) && argv[i][1] &&
+			 argv[i][2] == '=')
+			memmove(argv[i] + 2, argv[i] + 3, strlen(argv[i] + 3) + 1);
+	}
+}
+
+struct seen {
+	const char *spelling[32]; /* how the user wrote each F_ bit, first time */
+};
+
+static int check_flags(struct cli *cli, const struct seen *seen)
+{
+	const struct verb *v = cli->verb;
+
+	for (unsigned b = 0; b < 32; b++) {
+		if (!(cli->given & (1u << b)) || (v->flags & (1u << b)))
+			continue;
+		cli_err(cli, "%s is not a flag of %s (kubectl termline %s --help)",
+			seen->spelling[b], v->name, v->name);
+		return -EINVAL;
+	}
+	if (cli->from && (cli->given & (F_KUBECONFIG | F_CONTEXT | F_CLUSTER | F_USER))) {
+		cli_err(cli,
+			"--from reads %s, not the kubeconfig: drop --kubeconfig, --context, "
+			"--cluster and --user, or --from",
+			tx(cli->from));
+		return -EINVAL;
+	}
+	if (cli->from && strncmp(cli->from, "http://", 7) && strncmp(cli->from, "https://", 8) &&
+	    (cli->given & F_TIMEOUT)) {
+		cli_err(cli, "--request-timeout: --from %s is a directory, nothing is requested",
+			tx(cli->from));
+		return -EINVAL;
+	}
+	if (cli->from && (cli->given & F_REVISION)) {
+		cli_err(cli, "--revision needs the API server (the Deployment's revisions); --from "
+			     "has none");
+		return -EINVAL;
+	}
+	if ((cli->given & F_ALL) && (cli->given & F_FAILED)) {
+		cli_err(cli, "--all and --failed: one of them");
+		return -EINVAL;
+	}
+	if (cli->nargs < v->min_args || (v->max_args >= 0 && cli->nargs > v->max_args)) {
+		if (v->max_args == 0)
+			cli_err(cli, "takes no arguments, got '%s' (kubectl termline %s --help)",
+				cli->args[0], v->name);
+		else
+			cli_err(cli, "usage: kubectl termline %s %s", v->name, v->synopsis);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* render's format: -o, else --out's extension; the two must agree. */
+static int resolve_output(struct cli *cli)
+{
+	const struct verb *v = cli->verb;
+
+	if (v->fn == cmd_render) {
+		const char *ext = cli->out_file ? strrchr(cli->out_file, '.') : NULL;
+		const char *by_ext = !ext			 ? NULL
+				     : strcmp(ext, ".svg") == 0	 ? "svg"
+				     : strcmp(ext, ".json") == 0 ? "trace"
+								 : NULL;
+
+		if (cli->output && by_ext && strcmp(cli->output, by_ext) != 0) {
+			cli_err(cli, "-o %s but --out %s is a .%s file", tx(cli->output),
+				tx(cli->out_file), ext + 1);
+			return -EINVAL;
+		}
+		if (!cli->output)
+			cli->output = by_ext;
+		if (!cli->output) {
+			cli_err(cli, "-o svg or -o trace (or --out FILE.svg / FILE.json)");
+			return -EINVAL;
+		}
+		/* a picture or a trace on a terminal is noise: --out - forces it */
+		if (!cli->out_file && isatty(STDOUT_FILENO)) {
+			cli_err(cli,
+				"not writing %s to a terminal: --out FILE (or --out - to insist)",
+				strcmp(cli->output, "svg") == 0 ? "SVG" : "trace JSON");
+			return -EINVAL;
+		}
+	}
+	if (!cli->output && v->outputs)
+		cli->output = "text";
+	if (cli->output && v->outputs && !in_list(v->outputs, cli->output)) {
+		char fmts[64];
+
+		snprintf(fmts, sizeof(fmts), "%s", v->outputs);
+		for (char *p = fmts; *p; p++)
+			if (*p == '|')
+				*p = ',';
+		cli_err(cli, "-o %s: %s prints %s", tx(cli->output), v->name, fmts);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	enum {
-		O_FROM = 256,
-		O_KUBECONFIG,
-		O_OUT,
-		O_MAXFAIL,
-		O_GRACEFUL,
-		O_LAG,
-		O_REVISION,
-		O_VERSION
-	};
-	static const struct option opts[] = {
-	    {"from", required_argument, NULL, O_FROM},
-	    {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
-	    {"namespace", required_argument, NULL, 'n'},
-	    {"all-namespaces", no_argument, NULL, 'A'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"out", required_argument, NULL, O_OUT},
-	    {"max-failed-requests", required_argument, NULL, O_MAXFAIL},
-	    {"require-graceful", no_argument, NULL, O_GRACEFUL},
-	    {"max-endpoint-lag", required_argument, NULL, O_LAG},
-	    {"revision", required_argument, NULL, O_REVISION},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, O_VERSION},
-	    {},
-	};
 	struct cli cli = {
 	    .prog = "kubectl-termline",
 	    .max_failed = -1,
 	    .max_endpoint_lag = -1,
+	    .timeout_ms = DEFAULT_TIMEOUT_MS,
 	};
-	const char *verb;
+	struct seen seen = {{0}};
+	const char *color = "auto", *term = getenv("TERM"), *nc = getenv("NO_COLOR");
+	bool help = false;
 	int c, r;
-	size_t v;
 
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-		fputs(USAGE, argc < 2 ? stderr : stdout);
-		return argc < 2 ? EXIT_USAGE : 0;
-	}
-	if (strcmp(argv[1], "--version") == 0) {
-		printf("kubectl-termline %s\n", TERMLINE_VERSION);
-		return 0;
-	}
-	verb = argv[1];
-	for (v = 0; v < sizeof(VERBS) / sizeof(VERBS[0]); v++)
-		if (strcmp(VERBS[v].name, verb) == 0)
-			break;
-	if (v == sizeof(VERBS) / sizeof(VERBS[0])) {
-		cli_err(&cli,
-			"unknown verb '%s' (list, show, explain, render, check, rollout; --help)",
-			verb);
-		return EXIT_USAGE;
-	}
-	argv[1] = argv[0];
-	argc--;
-	argv++;
+	/* SIGPIPE ignored: a closed stdout is seen as EPIPE and ends quietly
+	 * (stdout_gone); a socket's is an error of that request */
+	signal(SIGPIPE, SIG_IGN);
+	setlocale(LC_CTYPE, "");
+	cli.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+	if (argc >= 2 && strcmp(argv[1], "__complete") == 0)
+		return cli_complete(argc - 2, argv + 2);
+	normalise(argc, argv);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "n:o:Ah", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:o:Ahv:", OPTS, NULL)) != -1) {
+		unsigned bit = bit_of(c);
+		/* the flag as written: before its value when that was a word of its own */
+		const char *as = optarg && optind >= 2 && optarg == argv[optind - 1] &&
+					 argv[optind - 2][0] == '-'
+				     ? argv[optind - 2]
+				     : argv[optind - 1];
 		double d;
 		char *end;
+		int64_t ns;
 
+		if (bit) {
+			unsigned b = (unsigned)__builtin_ctz(bit);
+
+			if (!seen.spelling[b]) {
+				/* "--out=x" -> "--out", "-ojson" -> "-o" */
+				static char buf[32][64];
+
+				snprintf(buf[b], sizeof(buf[b]), "%.*s",
+					 (int)(as[1] == '-' ? strcspn(as, "=") : 2), as);
+				seen.spelling[b] = buf[b];
+			}
+			cli.given |= bit;
+		}
 		switch (c) {
 		case O_FROM:
 			cli.from = optarg;
 			break;
 		case O_KUBECONFIG:
 			cli.kubeconfig = optarg;
+			break;
+		case O_CONTEXT:
+			cli.context = optarg;
+			break;
+		case O_CLUSTER:
+			cli.cluster = optarg;
+			break;
+		case O_USER:
+			cli.user = optarg;
+			break;
+		case O_TIMEOUT:
+			if (parse_duration(optarg, false, &ns) < 0) {
+				cli_err(&cli,
+					"--request-timeout %s: not a duration (\"30s\", \"1m\", 0 "
+					"for none)",
+					optarg);
+				return EXIT_USAGE;
+			}
+			cli.timeout_ms = (long)(ns / 1000000);
+			if (ns > 0 && cli.timeout_ms == 0)
+				cli.timeout_ms = 1;
 			break;
 		case 'n':
 			cli.ns = optarg;
@@ -129,10 +414,38 @@ int main(int argc, char **argv)
 			cli.all_namespaces = true;
 			break;
 		case 'o':
+			if (cli.output && strcmp(cli.output, optarg) != 0) {
+				cli_err(&cli, "-o given twice (%s, then %s): one output format",
+					cli.output, optarg);
+				return EXIT_USAGE;
+			}
 			cli.output = optarg;
 			break;
 		case O_OUT:
+			if (cli.out_file && strcmp(cli.out_file, optarg) != 0) {
+				cli_err(&cli, "--out given twice (%s, then %s)", cli.out_file,
+					optarg);
+				return EXIT_USAGE;
+			}
 			cli.out_file = optarg;
+			break;
+		case 'v': {
+			long v;
+
+			if (parse_long(optarg, 0, &v) < 0 || v > 10) {
+				cli_err(&cli, "-v %s: a level, 0 to 10", optarg);
+				return EXIT_USAGE;
+			}
+			cli.verbose = (int)v;
+			break;
+		}
+		case O_COLOR:
+			color = optarg;
+			if (strcmp(color, "auto") && strcmp(color, "always") &&
+			    strcmp(color, "never")) {
+				cli_err(&cli, "--color %s: auto, always or never", optarg);
+				return EXIT_USAGE;
+			}
 			break;
 		case O_MAXFAIL:
 			if (parse_long(optarg, 0, &cli.max_failed) < 0) {
@@ -159,27 +472,78 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case O_ALL:
+			cli.show_all = true;
+			break;
+		case O_FAILED:
+			cli.show_failed = true;
+			break;
+		case O_SINCE:
+			if (parse_duration(optarg, true, &cli.since_ns) < 0) {
+				cli_err(&cli,
+					"--since %s: not an offset (\"-2s\", \"0\", \"500ms\")",
+					optarg);
+				return EXIT_USAGE;
+			}
+			cli.has_since = true;
+			break;
 		case 'h':
-			fputs(USAGE, stdout);
-			return 0;
+			help = true;
+			break;
 		case O_VERSION:
 			printf("kubectl-termline %s\n", TERMLINE_VERSION);
 			return 0;
+		case ':':
+			cli_err(&cli, "%s needs a value (kubectl termline --help)", as);
+			return EXIT_USAGE;
 		default:
-			cli_err(&cli, "%s: unknown option or missing value (--help)",
-				argv[optind - 1]);
+			cli_err(&cli, "%s: unknown flag (kubectl termline --help)", as);
 			return EXIT_USAGE;
 		}
 	}
-	cli.args = argv + optind;
-	cli.nargs = argc - optind;
-	/* colours on a terminal only, and never with NO_COLOR (no-color.org) */
-	cli.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && !cli.out_file;
+	if (optind >= argc) {
+		if (help) {
+			cli_help(&cli, NULL, stdout);
+			return 0;
+		}
+		cli_help(&cli, NULL, stderr);
+		return EXIT_USAGE;
+	}
+	cli.verb = verb_find(argv[optind]);
+	if (!cli.verb) {
+		cli_err(&cli,
+			"unknown verb '%s' (explain, show, list, render, check, rollout, "
+			"completion; kubectl termline --help)",
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (help) {
+		cli_help(&cli, cli.verb, stdout);
+		return 0;
+	}
+	cli.args = argv + optind + 1;
+	cli.nargs = argc - optind - 1;
+	if (check_flags(&cli, &seen) < 0 || resolve_output(&cli) < 0)
+		return EXIT_USAGE;
+	/* colours: --color always/never, else a terminal without NO_COLOR
+	 * (no-color.org) and with a TERM that has them */
+	if (strcmp(color, "always") == 0)
+		cli.color = true;
+	else if (strcmp(color, "auto") == 0)
+		cli.color = isatty(STDOUT_FILENO) && !(nc && *nc) && term && *term &&
+			    strcmp(term, "dumb") != 0;
+	cli.width = terminal_width();
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		cli_err(&cli, "libcurl did not initialise");
 		return EXIT_USAGE;
 	}
-	r = VERBS[v].fn(&cli);
+	r = cli.verb->fn(&cli);
 	curl_global_cleanup();
+	if (stdout_gone())
+		return 0;
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		cli_err(&cli, "stdout: write failed");
+		return EXIT_USAGE;
+	}
 	return r;
 }

@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-/* render -o svg: a swimlane picture of one timeline. A lane for the API
- * server and endpoints and one per container; markers for the deletion,
- * preStop exec, signals, listener changes, resets, exits and endpoint
- * changes; request bars (failed ones red) with their IDs in <title> (the
- * browser shows it on hover); a time axis with offsets from the deletion. */
+/* render -o svg: the termination as a picture that tells its story
+ * without the legend. Under the title the verdict and the fix; a lane per
+ * party (the endpoint, then each container; the lanes are a list built
+ * from the document, so a consumer becomes one more lane), each with
+ * state bands named in place (in the slice, listening, draining,
+ * stopping); the key moments labelled with their offsets where they
+ * happened, staggered when they collide; the failure window shaded and
+ * counted; requests as ticks (failed ones red) with their IDs in <title>
+ * (the browser shows it on hover); the deletion as a dashed line; a
+ * legend that draws the very glyphs of the plot. The sandbox (pause)
+ * container is left out: its SIGKILL is the kubelet's normal teardown. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,18 +21,57 @@
 #include "cli.h"
 #include "findings.h"
 
-#define W 1200
-#define LEFT 150
-#define RIGHT 30
-#define TOP 70
-#define LANE_H 64
-#define ROWS 6 /* request bars stacked per lane before they share a row */
+#define W 1280
+#define LEFT 160
+#define RIGHT 24
+#define TOP 96
+#define LANE_H 100
+#define BAND_Y 30 /* band centre from the lane's top */
+#define REQ_Y 70  /* first request row from the lane's top */
+#define REQ_ROWS 4
+#define CHAR_W 6.2 /* average advance of an 11 px sans-serif character */
+#define MAX_LANES (TL_FINDINGS_MAX_CONTAINERS + 1)
+#define MAX_LABELS 256
+#define LABEL_ROWS 3
 
-struct svg {
+enum glyph {
+	G_SIGTERM,
+	G_IGNORED,
+	G_KILL,
+	G_EXEC,
+	G_EXIT,
+	G_LISTEN,
+	G_CLOSED,
+	G_RESET,
+	G_EP_COND,
+	G_EP_REMOVED,
+	G_POD,
+	G_OTHER,
+};
+
+enum lane_kind { LANE_ENDPOINT, LANE_CONTAINER };
+
+struct lane {
+	enum lane_kind kind;
+	const char *name, *sub;
+	int ctr; /* LANE_CONTAINER: index in the model */
+};
+
+struct placed {
+	int lane, row;
+	double x0, x1;
+};
+
+struct pic {
+	const struct cli *cli;
 	FILE *f;
+	const struct tl_model *m;
 	int64_t t0, t1, ref;
-	const char *lane[TL_FINDINGS_MAX_CONTAINERS + 1];
-	size_t nl;
+	struct lane lanes[MAX_LANES];
+	int nl;
+	struct placed placed[MAX_LABELS];
+	int np;
+	size_t clipped; /* events before the plot's start */
 };
 
 static void esc(FILE *f, const char *s)
@@ -46,41 +91,211 @@ static void esc(FILE *f, const char *s)
 			fputs("&quot;", f);
 			break;
 		default:
-			/* XML 1.0 forbids most control characters */
+			/* the document was escaped for text (doc_escape): no
+			 * control character is left but these */
 			if ((unsigned char)*s >= 0x20 || *s == '\t' || *s == '\n')
 				fputc(*s, f);
 		}
 	}
 }
 
-static double x_of(const struct svg *s, int64_t t)
+static double x_of(const struct pic *p, int64_t t)
 {
-	double span = (double)(s->t1 - s->t0);
+	double span = (double)(p->t1 - p->t0);
 
-	return LEFT + (span > 0 ? (double)(t - s->t0) / span : 0) * (W - LEFT - RIGHT);
+	if (t < p->t0)
+		t = p->t0;
+	if (t > p->t1)
+		t = p->t1;
+	return LEFT + (span > 0 ? (double)(t - p->t0) / span : 0) * (W - LEFT - RIGHT);
 }
 
-static int lane_of(const struct svg *s, const char *c)
-{
-	for (size_t i = 1; c && i < s->nl; i++)
-		if (strcmp(s->lane[i], c) == 0)
-			return (int)i;
-	return 0;
-}
-
-static double y_of(int lane)
+static double lane_y(int lane)
 {
 	return TOP + lane * LANE_H;
 }
 
-static void title(const struct svg *s, int64_t t, const char *text)
+static int lane_of_ctr(const struct pic *p, const char *c)
 {
-	char off[32];
+	if (!c)
+		return 0; /* the API server's facts: the endpoint's lane */
+	for (int i = 0; i < p->nl; i++)
+		if (p->lanes[i].kind == LANE_CONTAINER &&
+		    strcmp(p->m->ctr[p->lanes[i].ctr].name, c) == 0)
+			return i;
+	return -1; /* the sandbox, an unknown container: not drawn */
+}
 
-	fmt_offset(off, sizeof(off), t - s->ref);
-	fprintf(s->f, "<title>%s ", off);
-	esc(s->f, text);
-	fputs("</title>", s->f);
+/* One glyph, the same in the plot and in the legend. */
+static void glyph(FILE *f, enum glyph g, double x, double y)
+{
+	switch (g) {
+	case G_SIGTERM:
+	case G_IGNORED:
+		fprintf(f, "<path d=\"M%.1f %.1f l6 6 l-6 6 l-6 -6 z\" fill=\"%s\"/>", x, y - 6,
+			g == G_SIGTERM ? "#ff7f0e" : "#7f7f7f");
+		break;
+	case G_KILL:
+		fprintf(f,
+			"<path d=\"M%.1f %.1f l10 10 m0 -10 l-10 10\" stroke=\"#8b0000\" "
+			"stroke-width=\"3\"/>",
+			x - 5, y - 5);
+		break;
+	case G_EXEC:
+		fprintf(f, "<path d=\"M%.1f %.1f l6 10 l-12 0 z\" fill=\"#1f77b4\"/>", x, y - 5);
+		break;
+	case G_EXIT:
+		fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"#222222\"/>", x, y);
+		break;
+	case G_LISTEN:
+	case G_CLOSED:
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"9\" height=\"9\" fill=\"%s\"/>",
+			x - 4.5, y - 4.5, g == G_LISTEN ? "#2ca02c" : "#9467bd");
+		break;
+	case G_RESET:
+		fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#d62728\"/>", x, y + 9);
+		break;
+	case G_EP_COND:
+	case G_EP_REMOVED:
+		fprintf(f,
+			"<path d=\"M%.1f %.1f l6 6 l-6 6 l-6 -6 z\" fill=\"%s\" stroke=\"#ffffff\" "
+			"stroke-width=\"1\"/>",
+			x, y - 6, g == G_EP_REMOVED ? "#17becf" : "#9fb4de");
+		break;
+	case G_POD:
+		fprintf(f,
+			"<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"none\" "
+			"stroke=\"#555555\" stroke-width=\"1.5\"/>",
+			x - 4, y - 4);
+		break;
+	case G_OTHER:
+		fprintf(
+		    f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"none\" stroke=\"#7f7f7f\"/>",
+		    x, y);
+		break;
+	}
+}
+
+static const char *glyph_color(enum glyph g)
+{
+	switch (g) {
+	case G_SIGTERM:
+		return "#c85a00";
+	case G_KILL:
+		return "#8b0000";
+	case G_EXEC:
+		return "#1f77b4";
+	case G_CLOSED:
+		return "#7b4fa6";
+	case G_LISTEN:
+		return "#238023";
+	case G_EP_COND:
+	case G_EP_REMOVED:
+		return "#0f7c87";
+	case G_RESET:
+		return "#b22222";
+	default:
+		return "#222222";
+	}
+}
+
+static bool overlaps(const struct pic *p, int lane, int row, double x0, double x1)
+{
+	for (int i = 0; i < p->np; i++)
+		if (p->placed[i].lane == lane && p->placed[i].row == row &&
+		    x0 < p->placed[i].x1 + 6 && x1 > p->placed[i].x0 - 6)
+			return true;
+	return false;
+}
+
+static double row_y(int lane, int row)
+{
+	/* above the band, below it, below that */
+	static const double dy[LABEL_ROWS] = {17, 50, 63};
+
+	return lane_y(lane) + dy[row];
+}
+
+/* A key moment's label next to its marker, pointing at it: right of it
+ * ("◀ text"), else left of it ("text ▶"), in the first label row of the
+ * lane where it collides with nothing. */
+static void label(struct pic *p, int lane, int64_t t, const char *text, const char *color,
+		  bool bold)
+{
+	double x = x_of(p, t), w = (double)text_cols(text) * CHAR_W + 16;
+	int row = -1;
+	bool right = true;
+
+	for (int r = 0; r < LABEL_ROWS && row < 0; r++) {
+		if (x + 3 + w <= W - RIGHT / 2 && !overlaps(p, lane, r, x + 3, x + 3 + w))
+			row = r, right = true;
+		else if (x - 3 - w >= 4 + LEFT && !overlaps(p, lane, r, x - 3 - w, x - 3))
+			row = r, right = false;
+	}
+	if (row < 0) { /* crowded: the least busy row, on whichever side fits */
+		int best = 0, cnt[LABEL_ROWS] = {0};
+
+		for (int i = 0; i < p->np; i++)
+			if (p->placed[i].lane == lane)
+				cnt[p->placed[i].row]++;
+		for (int r = 1; r < LABEL_ROWS; r++)
+			if (cnt[r] < cnt[best])
+				best = r;
+		row = best;
+		right = x + 3 + w <= W - RIGHT / 2;
+	}
+	if (p->np < MAX_LABELS)
+		p->placed[p->np++] = (struct placed){lane, row, right ? x + 3 : x - 3 - w,
+						     right ? x + 3 + w : x - 3};
+	fprintf(p->f,
+		"<text class=\"moment\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"%s\"%s%s>%s",
+		right ? x + 3 : x - 3, row_y(lane, row), color, bold ? " font-weight=\"bold\"" : "",
+		right ? "" : " text-anchor=\"end\"", right ? "\u25c0 " : "");
+	esc(p->f, text);
+	fprintf(p->f, "%s</text>\n", right ? "" : " \u25b6");
+}
+
+static void title_el(struct pic *p, int64_t t, const char *text)
+{
+	char off[OFFSET_LEN];
+
+	fprintf(p->f, "<title>%s ", fmt_offset(off, t, p->ref));
+	esc(p->f, text);
+	fputs("</title>", p->f);
+}
+
+static void band(struct pic *p, int lane, int64_t from, int64_t to, const char *fill,
+		 double opacity, double h, const char *name, const char *text_color)
+{
+	double x0, x1, y = lane_y(lane) + BAND_Y;
+
+	if (!from || !to || to <= p->t0 || from >= p->t1)
+		return;
+	x0 = x_of(p, from);
+	x1 = x_of(p, to);
+	if (x1 - x0 < 1)
+		x1 = x0 + 1;
+	fprintf(p->f,
+		"<rect class=\"band\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+		"fill=\"%s\" fill-opacity=\"%.2f\"><title>",
+		x0, y - h / 2, x1 - x0, h, fill, opacity);
+	esc(p->f, name);
+	fputs("</title></rect>\n", p->f);
+	/* the state's name on the band, where it fits; the moments' labels
+	 * keep clear of it */
+	if (name && (double)text_cols(name) * CHAR_W + 8 < x1 - x0) {
+		double tw = (double)text_cols(name) * CHAR_W;
+
+		if (p->np < MAX_LABELS)
+			p->placed[p->np++] = (struct placed){lane, 0, (x0 + x1) / 2 - tw / 2,
+							     (x0 + x1) / 2 + tw / 2};
+		fprintf(p->f,
+			"<text class=\"state\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
+			"text-anchor=\"middle\" fill=\"%s\">",
+			(x0 + x1) / 2, y - h / 2 - 3, text_color);
+		esc(p->f, name);
+		fputs("</text>\n", p->f);
+	}
 }
 
 static double nice_step(double span_s)
@@ -89,181 +304,527 @@ static double nice_step(double span_s)
 				       10,   15,   30,	 60,  120, 300,	 600, 1800, 3600};
 
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
-		if (span_s / steps[i] <= 12)
+		if (span_s / steps[i] <= 10)
 			return steps[i];
 	return 7200;
 }
 
-static void marker(struct svg *s, struct json_object *ev)
+static bool is_sidecar(const struct tl_ctr *c)
 {
-	const char *t = json_str(ev, "type"), *sig = json_str(ev, "signal");
-	int64_t at = tl_event_time(ev);
-	int lane = lane_of(s, json_str(ev, "container"));
-	double x = x_of(s, at), y = y_of(lane) + 14;
-	char text[1024];
-
-	if (!t || !at || strcmp(t, "http.request") == 0)
-		return;
-	describe_event(ev, text, sizeof(text));
-	fprintf(s->f, "<g class=\"ev\">");
-	if (strcmp(t, "pod.deletion_requested") == 0) {
-		fprintf(s->f,
-			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" "
-			"stroke-width=\"2\" stroke-dasharray=\"6 3\"/>",
-			x, TOP - 8, x, y_of((int)s->nl));
-		fprintf(
-		    s->f,
-		    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#d62728\">deletion</text>",
-		    x + 3, y_of((int)s->nl) + 12);
-	} else if (strcmp(t, "process.signal") == 0 && sig && strcmp(sig, "SIGKILL") == 0) {
-		fprintf(s->f,
-			"<path d=\"M%.1f %.1f l10 10 m0 -10 l-10 10\" stroke=\"#8b0000\" "
-			"stroke-width=\"3\"/>",
-			x - 5, y - 5);
-	} else if (strcmp(t, "process.signal") == 0) {
-		const char *res = json_str(ev, "result");
-
-		fprintf(s->f, "<path d=\"M%.1f %.1f l6 6 l-6 6 l-6 -6 z\" fill=\"%s\"/>", x, y - 6,
-			res && strcmp(res, "ignored") == 0 ? "#7f7f7f" : "#ff7f0e");
-	} else if (strcmp(t, "process.exec") == 0) {
-		fprintf(s->f, "<path d=\"M%.1f %.1f l6 10 l-12 0 z\" fill=\"#1f77b4\"/>", x, y - 5);
-	} else if (strcmp(t, "process.exit") == 0) {
-		fprintf(s->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"#222\"/>", x, y);
-	} else if (strcmp(t, "socket.listen") == 0 || strcmp(t, "socket.listen_closed") == 0) {
-		fprintf(s->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"9\" height=\"9\" fill=\"%s\"/>",
-			x - 4.5, y - 4.5, strcmp(t, "socket.listen") == 0 ? "#2ca02c" : "#9467bd");
-	} else if (strncmp(t, "tcp.reset", 9) == 0) {
-		fprintf(s->f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#d62728\"/>", x,
-			y + 8);
-	} else if (strncmp(t, "endpoint.", 9) == 0) {
-		fprintf(s->f, "<path d=\"M%.1f %.1f l6 6 l-6 6 l-6 -6 z\" fill=\"%s\"/>", x, y - 6,
-			strcmp(t, "endpoint.removed") == 0 ? "#17becf" : "#aec7e8");
-	} else {
-		fprintf(
-		    s->f,
-		    "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"none\" stroke=\"#7f7f7f\"/>", x,
-		    y);
-	}
-	title(s, at, text);
-	fputs("</g>\n", s->f);
+	return c->role ? strcmp(c->role, "sidecar") == 0 : strcmp(c->name, "istio-proxy") == 0;
 }
 
-int render_svg(FILE *f, struct json_object *doc)
+static void lanes_build(struct pic *p)
 {
-	struct svg s = {.f = f};
-	struct tl_model m;
-	struct json_object *evs = json_path(doc, "events");
-	int64_t row_end[TL_FINDINGS_MAX_CONTAINERS + 1][ROWS];
-	double step, h;
-	const char *ns = json_str(json_path(doc, "pod"), "namespace"),
-		   *name = json_str(json_path(doc, "pod"), "name");
+	const struct tl_model *m = p->m;
 
-	if (tl_model_build(doc, &m) < 0) {
-		tl_model_done(&m);
-		return -EINVAL;
-	}
-	s.lane[s.nl++] = "API / endpoints";
-	for (size_t i = 0; i < m.n_ctr && s.nl <= TL_FINDINGS_MAX_CONTAINERS; i++)
-		if (!m.ctr[i].sandbox && strcmp(m.ctr[i].name, "(unknown)") != 0)
-			s.lane[s.nl++] = m.ctr[i].name;
-	s.ref = m.ref_ns;
-	s.t0 = m.first_ns;
-	s.t1 = m.last_ns;
-	for (size_t i = 0; i < m.n_req; i++) {
-		if (!s.t0 || m.reqs[i].start_ns < s.t0)
-			s.t0 = m.reqs[i].start_ns;
-		if (m.reqs[i].end_ns > s.t1)
-			s.t1 = m.reqs[i].end_ns;
-	}
-	if (s.t1 <= s.t0)
-		s.t1 = s.t0 + 1000000000;
-	{
-		int64_t pad = (s.t1 - s.t0) / 40;
+	p->lanes[p->nl++] = (struct lane){LANE_ENDPOINT, "API / endpoint", "in the Service", -1};
+	/* main containers, then sidecars: the app's story first */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < m->n_ctr && p->nl < MAX_LANES; i++) {
+			const struct tl_ctr *c = &m->ctr[i];
 
-		s.t0 -= pad;
-		s.t1 += pad;
-	}
-	h = y_of((int)s.nl) + 40;
-	fprintf(f,
-		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
-		"viewBox=\"0 0 %d %.0f\" "
-		"font-family=\"sans-serif\">\n",
-		W, h, W, h);
-	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" fill=\"#ffffff\"/>\n", W, h);
-	fputs("<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">", f);
-	esc(f, ns ? ns : "?");
-	fputc('/', f);
-	esc(f, name ? name : "?");
-	fprintf(f, "%s</text>\n", m.complete ? "" : " (timeline INCOMPLETE)");
-	/* lanes */
-	for (size_t i = 0; i < s.nl; i++) {
-		fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
-			LEFT, y_of((int)i), W - LEFT - RIGHT, LANE_H,
-			i % 2 ? "#f7f7f7" : "#eef3f8");
-		fprintf(f, "<text x=\"10\" y=\"%.1f\" font-size=\"12\">",
-			y_of((int)i) + LANE_H / 2.0 + 4);
-		esc(f, s.lane[i]);
-		fputs("</text>\n", f);
-	}
-	/* time axis: offsets from the reference */
-	step = nice_step((double)(s.t1 - s.t0) / 1e9);
-	for (double k = ceil((double)(s.t0 - s.ref) / 1e9 / step);
-	     k * step <= (double)(s.t1 - s.ref) / 1e9; k++) {
-		int64_t t = s.ref + (int64_t)llround(k * step * 1e9);
-		double x = x_of(&s, t);
-		char off[32];
+			if (c->sandbox || strcmp(c->name, "(unknown)") == 0 ||
+			    is_sidecar(c) != (pass == 1))
+				continue;
+			p->lanes[p->nl++] =
+			    (struct lane){LANE_CONTAINER, c->name,
+					  is_sidecar(c) ? "sidecar" : "container", (int)i};
+		}
+	/* the consumers of the Pod (http.request's peer) become lanes here */
+}
 
-		fmt_offset(off, sizeof(off), t - s.ref);
-		fprintf(f,
-			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#cccccc\" "
-			"stroke-width=\"0.5\"/>"
-			"<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\" "
-			"fill=\"#555\">%s</text>\n",
-			x, TOP - 4, x, y_of((int)s.nl), x, TOP - 22 + 8, off);
-	}
-	/* request bars, stacked in rows under the markers */
-	memset(row_end, 0, sizeof(row_end));
-	fputs("<g class=\"requests\">\n", f);
-	for (size_t i = 0; i < m.n_req; i++) {
-		const struct tl_req *r = &m.reqs[i];
-		int lane = r->ctr >= 0 ? lane_of(&s, m.ctr[r->ctr].name) : 0, row = 0;
-		double x0 = x_of(&s, r->start_ns), x1 = x_of(&s, r->end_ns);
-		char text[600];
+static void bands_of(struct pic *p, struct json_object *evs)
+{
+	const struct tl_model *m = p->m;
+	char name[160];
 
-		for (int k = 0; k < ROWS; k++)
+	/* the endpoint's way out: in the slice, ready; terminating but still
+	 * in the slice; gone */
+	if (m->slices_seen) {
+		int64_t end_ready = m->ready_false_ns ? m->ready_false_ns
+				    : m->removed_ns   ? m->removed_ns
+						      : p->t1;
+		int64_t end_all = m->removed_ns ? m->removed_ns : p->t1;
+
+		band(p, 0, p->t0, end_ready, "#17becf", 0.55, 8, "endpoint ready in the slice",
+		     "#0b6b74");
+		if (m->ready_false_ns)
+			band(p, 0, m->ready_false_ns, end_all, "#17becf", 0.25, 8,
+			     m->serving_false_ns ? "terminating, still in the slice"
+						 : "not ready, still in the slice",
+			     "#0b6b74");
+	}
+	for (int i = 1; i < p->nl; i++) {
+		const struct tl_ctr *c = &m->ctr[p->lanes[i].ctr];
+		int64_t up = c->listen_ns ? c->listen_ns : (c->listen_closed_ns ? p->t0 : 0);
+		int64_t closed = c->listen_closed_ns ? c->listen_closed_ns
+				 : c->exit_ns	     ? c->exit_ns
+						     : (up ? p->t1 : 0);
+		int64_t term = c->sigterm_ns && c->sigterm_ns < closed ? c->sigterm_ns : closed;
+		int64_t pre = prestop_of(m, evs, c->name);
+		int port = c->listen_closed_port ? c->listen_closed_port : c->listen_port;
+
+		if (port)
+			snprintf(name, sizeof(name), "%s listening :%d", c->name, port);
+		else
+			snprintf(name, sizeof(name), "%s listening", c->name);
+		band(p, i, up, term, "#2ca02c", 0.55, 8, name, "#1e6b1e");
+		if (up && term < closed) {
+			snprintf(name, sizeof(name), "%s draining (still %s)", c->name,
+				 is_sidecar(c) ? "forwarding" : "listening");
+			band(p, i, term, closed, "#ff7f0e", 0.6, 8, name, "#a34a00");
+		}
+		if (c->exit_ns && closed < c->exit_ns)
+			band(p, i, closed, c->exit_ns, "#9e9e9e", 0.45, 4,
+			     "stopping, not listening", "#555555");
+		if (pre)
+			band(p, i, pre, c->sigterm_ns ? c->sigterm_ns : p->t1, "#1f77b4", 0.35, 14,
+			     "preStop", "#17476b");
+	}
+}
+
+/* Markers for every event (with its description on hover), and labels
+ * with offsets for the key moments. */
+static void moments(struct pic *p, struct json_object *evs)
+{
+	const struct tl_model *m = p->m;
+	char text[300], off[OFFSET_LEN];
+	int64_t term0 = 0;
+	bool one_sigterm = true;
+	int n_term = 0;
+
+	/* SIGTERM to every container at once (the kubelet without a
+	 * preStop): one label */
+	for (int i = 1; i < p->nl; i++) {
+		const struct tl_ctr *c = &m->ctr[p->lanes[i].ctr];
+
+		if (!c->sigterm_ns)
+			continue;
+		if (!term0)
+			term0 = c->sigterm_ns;
+		one_sigterm &= llabs(c->sigterm_ns - term0) <= 1000000;
+		n_term++;
+	}
+	for (size_t k = 0; evs && k < json_object_array_length(evs); k++) {
+		struct json_object *ev = json_object_array_get_idx(evs, k);
+		const char *ty = json_str(ev, "type"), *sig = json_str(ev, "signal");
+		int64_t at = tl_event_time(ev);
+		const char *cn = json_str(ev, "container");
+		int lane = cn ? lane_of_ctr(p, cn) : event_is_api(ev) ? 0 : -1;
+		enum glyph g = G_OTHER;
+		char desc[1024];
+
+		if (!ty || !at || lane < 0 || strcmp(ty, "http.request") == 0)
+			continue;
+		if (at < p->t0) {
+			p->clipped++;
+			continue;
+		}
+		if (strcmp(ty, "pod.deletion_requested") == 0)
+			continue; /* the dashed line */
+		if (strcmp(ty, "process.signal") == 0)
+			g = sig && strcmp(sig, "SIGKILL") == 0 ? G_KILL
+			    : json_str(ev, "result") &&
+				    strcmp(json_str(ev, "result"), "ignored") == 0
+				? G_IGNORED
+				: G_SIGTERM;
+		else if (strcmp(ty, "process.exec") == 0)
+			g = G_EXEC;
+		else if (strcmp(ty, "process.exit") == 0)
+			g = G_EXIT;
+		else if (strcmp(ty, "socket.listen") == 0)
+			g = G_LISTEN;
+		else if (strcmp(ty, "socket.listen_closed") == 0)
+			g = G_CLOSED;
+		else if (strncmp(ty, "tcp.reset", 9) == 0)
+			g = G_RESET;
+		else if (strcmp(ty, "endpoint.removed") == 0)
+			g = G_EP_REMOVED;
+		else if (strcmp(ty, "endpoint.condition") == 0)
+			g = G_EP_COND;
+		else if (strcmp(ty, "pod.deleted") == 0)
+			g = G_POD;
+		describe_event(ev, desc, sizeof(desc));
+		fprintf(p->f, "<g class=\"ev\">");
+		glyph(p->f, g, x_of(p, at), lane_y(lane) + BAND_Y);
+		title_el(p, at, desc);
+		fputs("</g>\n", p->f);
+	}
+	/* the key moments' labels, in the order they matter */
+	if (m->removed_ns)
+		label(p, 0, m->removed_ns,
+		      (snprintf(text, sizeof(text), "endpoint removed %s",
+				fmt_offset(off, m->removed_ns, p->ref)),
+		       text),
+		      glyph_color(G_EP_REMOVED), true);
+	if (m->ready_false_ns)
+		label(p, 0, m->ready_false_ns,
+		      (snprintf(text, sizeof(text), "not ready %s",
+				fmt_offset(off, m->ready_false_ns, p->ref)),
+		       text),
+		      glyph_color(G_EP_COND), false);
+	if (m->serving_false_ns && m->serving_false_ns != m->ready_false_ns)
+		label(p, 0, m->serving_false_ns,
+		      (snprintf(text, sizeof(text), "not serving %s",
+				fmt_offset(off, m->serving_false_ns, p->ref)),
+		       text),
+		      glyph_color(G_EP_COND), false);
+	for (int i = 1; i < p->nl; i++) {
+		const struct tl_ctr *c = &m->ctr[p->lanes[i].ctr];
+		int64_t pre = prestop_of(m, evs, c->name);
+
+		if (c->listen_closed_ns)
+			label(p, i, c->listen_closed_ns,
+			      (snprintf(text, sizeof(text), "%s stops listening%s%.0d %s", c->name,
+					c->listen_closed_port ? " :" : "", c->listen_closed_port,
+					fmt_offset(off, c->listen_closed_ns, p->ref)),
+			       text),
+			      glyph_color(G_CLOSED), true);
+		if (pre)
+			label(p, i, pre,
+			      (snprintf(text, sizeof(text), "preStop %s",
+					fmt_offset(off, pre, p->ref)),
+			       text),
+			      glyph_color(G_EXEC), false);
+		if (c->sigterm_ns && !(one_sigterm && n_term > 1 && i > 1))
+			label(p, i, c->sigterm_ns,
+			      (snprintf(text, sizeof(text), "SIGTERM%s%s %s",
+					c->sigterm_ignored ? " ignored" : "",
+					one_sigterm && n_term > 1 ? " to every container" : "",
+					fmt_offset(off, c->sigterm_ns, p->ref)),
+			       text),
+			      glyph_color(G_SIGTERM), false);
+		if (c->sigkill_ns)
+			label(p, i, c->sigkill_ns,
+			      (snprintf(text, sizeof(text), "SIGKILL %s",
+					fmt_offset(off, c->sigkill_ns, p->ref)),
+			       text),
+			      glyph_color(G_KILL), true);
+		if (c->exit_ns) {
+			char how[64] = "";
+
+			if (c->exit_signal)
+				snprintf(how, sizeof(how), " (signal %d)", c->exit_signal);
+			else if (c->exit_code)
+				snprintf(how, sizeof(how), " (code %d)", c->exit_code);
+			label(p, i, c->exit_ns,
+			      (snprintf(text, sizeof(text), "%s exits%s %s", c->name, how,
+					fmt_offset(off, c->exit_ns, p->ref)),
+			       text),
+			      glyph_color(G_EXIT), false);
+		}
+	}
+	if (m->deleted_ns && m->deleted_ns <= p->t1)
+		label(p, 0, m->deleted_ns,
+		      (snprintf(text, sizeof(text), "Pod deleted %s",
+				fmt_offset(off, m->deleted_ns, p->ref)),
+		       text),
+		      "#555555", false);
+}
+
+static void requests(struct pic *p)
+{
+	const struct tl_model *m = p->m;
+	int64_t(*row_end)[REQ_ROWS] = calloc((size_t)p->nl, sizeof(*row_end));
+
+	if (!row_end)
+		return;
+	fputs("<g class=\"requests\">\n", p->f);
+	for (size_t i = 0; i < m->n_req; i++) {
+		const struct tl_req *r = &m->reqs[i];
+		int lane = r->ctr >= 0 ? lane_of_ctr(p, m->ctr[r->ctr].name) : 0, row = 0;
+		double x0, x1;
+		char text[700], status[32];
+
+		if (lane < 0)
+			lane = 0;
+		for (int k = 0; k < REQ_ROWS; k++)
 			if (row_end[lane][k] <= r->start_ns) {
 				row = k;
 				break;
-			} else if (k == ROWS - 1) {
-				row = (int)(i % ROWS);
+			} else if (k == REQ_ROWS - 1) {
+				row = (int)(i % REQ_ROWS);
 			}
 		row_end[lane][row] = r->end_ns;
-		snprintf(text, sizeof(text), "%s %s %s -> %d%s%s id=%s (%.0f ms)",
+		x0 = x_of(p, r->start_ns);
+		x1 = x_of(p, r->end_ns);
+		if (r->status)
+			snprintf(status, sizeof(status), "%d", r->status);
+		else
+			snprintf(status, sizeof(status), "no response");
+		snprintf(text, sizeof(text), "%s %s %s -> %s%s%s id=%s (%.0f ms)",
 			 r->inbound ? "inbound" : "outbound", r->method ? r->method : "?",
-			 r->path ? r->path : "?", r->status,
+			 r->path ? r->path : "?", status,
 			 r->flags && strcmp(r->flags, "-") ? " " : "",
 			 r->flags && strcmp(r->flags, "-") ? r->flags : "", r->id ? r->id : "-",
 			 (double)(r->end_ns - r->start_ns) / 1e6);
-		fprintf(f,
+		fprintf(p->f,
 			"<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"5\" "
 			"fill=\"%s\">",
-			r->failed ? "req failed" : "req", x0, y_of(lane) + 28 + row * 6,
+			r->failed ? "req failed" : "req", x0, lane_y(lane) + REQ_Y + row * 6,
 			x1 - x0 < 2 ? 2 : x1 - x0, r->failed ? "#d62728" : "#2ca02c");
-		title(&s, r->start_ns, text);
-		fputs("</rect>\n", f);
+		title_el(p, r->start_ns, text);
+		fputs("</rect>\n", p->f);
 	}
-	fputs("</g>\n", f);
-	for (size_t k = 0; evs && k < json_object_array_length(evs); k++)
-		marker(&s, json_object_array_get_idx(evs, k));
-	/* legend */
+	fputs("</g>\n", p->f);
+	free(row_end);
+}
+
+/* The legend's next item goes at *x on line *y, or on the next line. */
+static void legend_room(double *x, double *y, const char *what, double extra)
+{
+	if (*x + extra + (double)text_cols(what) * CHAR_W > W - RIGHT) {
+		*x = LEFT;
+		*y += 18;
+	}
+}
+
+static double legend_item(FILE *f, double x, double y, enum glyph g, const char *what)
+{
+	glyph(f, g, x + 6, g == G_RESET ? y - 13 : y - 4); /* a reset sits under its lane's line */
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#444444\">%s</text>\n",
+		x + 16, y, what);
+	return x + 16 + (double)text_cols(what) * CHAR_W + 18;
+}
+
+static double legend_band(FILE *f, double x, double y, const char *fill, double op, double h,
+			  const char *what)
+{
 	fprintf(f,
-		"<text x=\"%d\" y=\"%.0f\" font-size=\"10\" fill=\"#555\">"
-		"orange: SIGTERM, dark red x: SIGKILL, blue: exec (preStop), black: exit, "
-		"green/purple square: listen/closed, "
-		"red dot: reset, cyan: endpoint; bars: requests (red failed)</text>\n",
-		LEFT, h - 12);
+		"<rect x=\"%.1f\" y=\"%.1f\" width=\"22\" height=\"%.0f\" fill=\"%s\" "
+		"fill-opacity=\"%.2f\"/>",
+		x, y - 4 - h / 2, h, fill, op);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#444444\">%s</text>\n",
+		x + 28, y, what);
+	return x + 28 + (double)text_cols(what) * CHAR_W + 18;
+}
+
+static void legend(FILE *f, double y)
+{
+	static const struct {
+		enum glyph g;
+		const char *what;
+	} glyphs[] = {
+	    {G_SIGTERM, "SIGTERM"},
+	    {G_IGNORED, "SIGTERM ignored"},
+	    {G_KILL, "SIGKILL"},
+	    {G_EXEC, "exec (preStop)"},
+	    {G_EXIT, "exit"},
+	    {G_LISTEN, "listen"},
+	    {G_CLOSED, "listener closed"},
+	    {G_RESET, "TCP reset"},
+	    {G_EP_COND, "endpoint condition"},
+	    {G_EP_REMOVED, "endpoint removed"},
+	    {G_POD, "Pod deleted"},
+	    {G_OTHER, "other event"},
+	};
+	static const struct {
+		const char *fill;
+		double op, h;
+		const char *what;
+	} bands[] = {
+	    {"#17becf", 0.55, 8, "endpoint ready"},
+	    {"#17becf", 0.25, 8, "terminating, still routed"},
+	    {"#2ca02c", 0.55, 8, "listening"},
+	    {"#ff7f0e", 0.6, 8, "draining"},
+	    {"#9e9e9e", 0.45, 4, "stopping"},
+	    {"#1f77b4", 0.35, 12, "preStop"},
+	    {"#2ca02c", 1, 5, "request"},
+	    {"#d62728", 1, 5, "failed request"},
+	    {"#d62728", 0.12, 12, "failure window"},
+	};
+	double x = LEFT;
+
+	for (size_t i = 0; i < sizeof(glyphs) / sizeof(glyphs[0]); i++) {
+		legend_room(&x, &y, glyphs[i].what, 16);
+		x = legend_item(f, x, y, glyphs[i].g, glyphs[i].what);
+	}
+	x = LEFT;
+	y += 18;
+	for (size_t i = 0; i < sizeof(bands) / sizeof(bands[0]); i++) {
+		legend_room(&x, &y, bands[i].what, 28);
+		x = legend_band(f, x, y, bands[i].fill, bands[i].op, bands[i].h, bands[i].what);
+	}
+	legend_room(&x, &y, "deletion", 18);
+	fprintf(f,
+		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" "
+		"stroke-width=\"2\" stroke-dasharray=\"6 3\"/>",
+		x + 11, y - 11, x + 11, y + 3);
+	fprintf(f,
+		"<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#444444\">deletion</text>\n",
+		x + 18, y);
+}
+
+/* The verdict under the title, cut into lines of about max_chars. */
+static int verdict_lines(FILE *f, const char *text, double y, int max_chars, const char *color)
+{
+	const char *p = text;
+	int n = 0;
+
+	while (*p && n < 3) {
+		size_t len = strlen(p), cut = len;
+
+		if ((int)text_cols(p) > max_chars) {
+			cut = 0;
+			for (size_t i = 0, cols = 0; p[i] && (int)cols <= max_chars; i++) {
+				if (p[i] == ' ')
+					cut = i;
+				cols += ((unsigned char)p[i] & 0xc0) != 0x80;
+			}
+			if (!cut)
+				cut = len;
+		}
+		fprintf(f,
+			"<text class=\"verdict\" x=\"12\" y=\"%.1f\" font-size=\"13\" fill=\"%s\">",
+			y + n * 17, color);
+		{
+			char *line = strndup(p, cut);
+
+			esc(f, line ? line : "");
+			free(line);
+		}
+		fputs("</text>\n", f);
+		p += cut;
+		while (*p == ' ')
+			p++;
+		n++;
+	}
+	return n;
+}
+
+int render_svg(const struct cli *cli, FILE *f, struct json_object *doc)
+{
+	struct pic *p = calloc(1, sizeof(*p));
+	struct json_object *evs = json_path(doc, "events"), *fs = NULL;
+	struct tl_model m;
+	struct verdict v;
+	double step, h, bottom;
+	char fix[200], head[1200], off[OFFSET_LEN];
+
+	if (!p)
+		return -ENOMEM;
+	if (tl_model_build(doc, &m) < 0 || doc_findings(doc, &fs) < 0) {
+		tl_model_done(&m);
+		free(p);
+		return -EINVAL;
+	}
+	verdict_build(cli, &m, fs, &v);
+	p->cli = cli;
+	p->f = f;
+	p->m = &m;
+	p->ref = m.ref_ns;
+	p->t0 = m.first_ns;
+	p->t1 = m.last_ns;
+	for (size_t i = 0; i < m.n_req; i++) {
+		if (!p->t0 || m.reqs[i].start_ns < p->t0)
+			p->t0 = m.reqs[i].start_ns;
+		if (m.reqs[i].end_ns > p->t1)
+			p->t1 = m.reqs[i].end_ns;
+	}
+	if (p->t1 <= p->t0)
+		p->t1 = p->t0 + 1000000000;
+	/* the termination is the story: what came long before it (a Pod
+	 * that ran for days) is cut to as much as came after it */
+	if (p->ref && p->t1 > p->ref) {
+		int64_t after = p->t1 - p->ref, lead = after > 2000000000 ? after : 2000000000;
+
+		if (p->ref - p->t0 > lead)
+			p->t0 = p->ref - lead;
+	}
+	{
+		int64_t pad = (p->t1 - p->t0) / 40;
+
+		p->t0 -= pad;
+		p->t1 += pad;
+	}
+	lanes_build(p);
+	verdict_fix_short(&v, fix, sizeof(fix));
+	snprintf(head, sizeof(head), "%s%s%s%s", v.headline, fix[0] ? " Fix: " : "", fix,
+		 fix[0] ? " (kubectl termline explain)." : "");
+	h = lane_y(p->nl) + 120;
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
+		"viewBox=\"0 0 %d %.0f\" font-family=\"DejaVu Sans, Verdana, sans-serif\">\n",
+		W, h, W, h);
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" fill=\"#ffffff\"/>\n", W, h);
+	fputs("<text class=\"title\" x=\"12\" y=\"24\" font-size=\"17\" font-weight=\"bold\">", f);
+	esc(f, m.ns ? m.ns : "?");
+	fputc('/', f);
+	esc(f, m.name ? m.name : "?");
+	fprintf(f, "%s</text>\n",
+		m.complete ? "" : " (timeline INCOMPLETE: counts are lower bounds)");
+	verdict_lines(f, head, 44, (int)((W - 24) / 7.0), v.failed ? "#c00000" : "#1e6b1e");
+	/* lanes */
+	for (int i = 0; i < p->nl; i++) {
+		fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
+			LEFT, lane_y(i), W - LEFT - RIGHT, LANE_H, i % 2 ? "#f6f6f6" : "#edf2f7");
+		fprintf(f, "<text class=\"lane\" x=\"12\" y=\"%.1f\" font-size=\"14\">",
+			lane_y(i) + BAND_Y + 5);
+		esc(f, p->lanes[i].name);
+		fprintf(f, "</text><text x=\"12\" y=\"%.1f\" font-size=\"11\" fill=\"#777777\">",
+			lane_y(i) + BAND_Y + 21);
+		esc(f, p->lanes[i].sub);
+		fputs("</text>\n", f);
+	}
+	bottom = lane_y(p->nl);
+	/* time axis: offsets from the reference */
+	step = nice_step((double)(p->t1 - p->t0) / 1e9);
+	for (double k = ceil((double)(p->t0 - p->ref) / 1e9 / step);
+	     k * step <= (double)(p->t1 - p->ref) / 1e9; k++) {
+		int64_t t = p->ref + (int64_t)llround(k * step * 1e9);
+		double x = x_of(p, t);
+
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#cccccc\" "
+			"stroke-width=\"0.6\"/>"
+			"<text class=\"tick\" x=\"%.1f\" y=\"%d\" font-size=\"11\" "
+			"text-anchor=\"middle\" "
+			"fill=\"#555555\">%s</text>\n",
+			x, TOP - 6, x, bottom, x, TOP - 12, fmt_offset(off, t, p->ref));
+	}
+	/* the failure window, shaded and counted */
+	if (v.failed && v.window_from && v.window_to) {
+		double x0 = x_of(p, v.window_from), x1 = x_of(p, v.window_to);
+
+		fprintf(f,
+			"<rect class=\"window\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%.1f\" "
+			"fill=\"#d62728\" fill-opacity=\"0.12\"><title>",
+			x0, TOP, x1 - x0 < 2 ? 2 : x1 - x0, bottom - TOP);
+		esc(f, v.window_label);
+		fputs("</title></rect>\n", f);
+		fprintf(f,
+			"<text class=\"window-label\" x=\"%.1f\" y=\"%.1f\" font-size=\"13\" "
+			"font-weight=\"bold\" fill=\"#c00000\">",
+			x0 + 4, bottom + 17);
+		esc(f, v.window_label);
+		fputs("</text>\n", f);
+	}
+	bands_of(p, evs);
+	requests(p);
+	/* the deletion: across every lane */
+	if (m.deletion_ns) {
+		double x = x_of(p, m.deletion_ns);
+
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\" "
+			"stroke-width=\"2\" stroke-dasharray=\"6 3\"/>"
+			"<text class=\"moment\" x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
+			"fill=\"#d62728\" text-anchor=\"end\">deletion %s</text>\n",
+			x, TOP - 4, x, bottom + 34, x - 4, bottom + 32,
+			fmt_offset(off, m.deletion_ns, p->ref));
+	}
+	moments(p, evs);
+	if (p->clipped)
+		fprintf(f,
+			"<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#777777\">%s %zu earlier "
+			"event%s not drawn (kubectl termline show)</text>\n",
+			LEFT + 4, TOP + 12, "\u25c0", p->clipped, p->clipped == 1 ? "" : "s");
+	legend(f, bottom + 60);
 	fputs("</svg>\n", f);
 	tl_model_done(&m);
+	json_object_put(fs);
+	free(p);
 	return ferror(f) ? -EIO : 0;
 }

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /* render -o trace: the timeline as Chrome Trace Event JSON (Perfetto UI,
- * chrome://tracing): a track per container and one for the API server and
- * endpoints; complete slices for the preStop and drain spans, async slices
- * for requests (they overlap), instants for signals, listener changes,
- * resets and endpoint changes. Timestamps are microseconds from the first
- * thing recorded; otherData says where the deletion is. */
+ * chrome://tracing): a track per container, one for the API server and
+ * endpoints and one for the findings (a slice over each finding's window);
+ * complete slices for the preStop and drain spans, async slices for
+ * requests (they overlap), instants with human names for the rest, their
+ * offset from the deletion in args. Perfetto refuses negative timestamps,
+ * so ts counts microseconds from the first thing recorded, and the
+ * deletion is a global instant across every track (otherData.referenceTs
+ * says where it is). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -93,13 +96,13 @@ static int span(struct tr *t, const char *name, const char *cat, int64_t from, i
 int render_trace(FILE *f, struct json_object *doc)
 {
 	struct json_object *root = json_object_new_object(), *evs = json_path(doc, "events"),
-			   *other;
+			   *other, *fs = NULL;
 	struct tr t = {0};
 	struct tl_model m;
 	char title[600], ref[TL_TIME_STRLEN];
 	int r = -ENOMEM;
 
-	if (tl_model_build(doc, &m) < 0) {
+	if (tl_model_build(doc, &m) < 0 || doc_findings(doc, &fs) < 0) {
 		tl_model_done(&m);
 		json_object_put(root);
 		return -EINVAL;
@@ -139,6 +142,8 @@ int render_trace(FILE *f, struct json_object *doc)
 	for (size_t i = 0; i < t.nl; i++)
 		if (meta(&t, "thread_name", (int)i + 1, t.lane[i]) < 0)
 			goto out;
+	if (meta(&t, "thread_name", (int)t.nl + 1, "findings") < 0)
+		goto out;
 	/* spans: preStop (exec in the container before its SIGTERM) and the
 	 * drain (SIGTERM to exit) */
 	for (size_t i = 0; i < m.n_ctr; i++) {
@@ -148,18 +153,7 @@ int render_trace(FILE *f, struct json_object *doc)
 
 		if (c->sandbox || !lane)
 			continue;
-		for (size_t k = 0; evs && k < json_object_array_length(evs); k++) {
-			struct json_object *ev = json_object_array_get_idx(evs, k);
-			const char *ty = json_str(ev, "type"), *cn = json_str(ev, "container");
-			int64_t at = tl_event_time(ev);
-
-			if (ty && cn && strcmp(ty, "process.exec") == 0 &&
-			    strcmp(cn, c->name) == 0 && at >= m.ref_ns &&
-			    (!c->sigterm_ns || at < c->sigterm_ns)) {
-				prestop = at;
-				break;
-			}
-		}
+		prestop = prestop_of(&m, evs, c->name);
 		if (prestop && span(&t, "preStop", "termination", prestop,
 				    c->sigterm_ns ? c->sigterm_ns : m.last_ns, lane) < 0)
 			goto out;
@@ -206,25 +200,73 @@ int render_trace(FILE *f, struct json_object *doc)
 			goto out;
 		}
 	}
-	/* instants */
+	/* instants: a human name, the details and the offset in args; the
+	 * deletion across every track */
 	for (size_t k = 0; evs && k < json_object_array_length(evs); k++) {
-		struct json_object *ev = json_object_array_get_idx(evs, k), *o;
-		const char *ty = json_str(ev, "type");
+		struct json_object *ev = json_object_array_get_idx(evs, k), *o, *args;
+		const char *ty = json_str(ev, "type"), *c = json_str(ev, "container");
 		int64_t at = tl_event_time(ev);
-		char text[1024];
-		bool pod_wide;
+		char text[1024], name[300], off[OFFSET_LEN];
+		bool deletion;
+		int lane;
 
 		if (!ty || !at || strcmp(ty, "http.request") == 0)
 			continue;
+		lane = lane_of(&t, c);
+		if ((c && !lane) || (!c && !event_is_api(ev)))
+			continue; /* the sandbox's teardown, an unknown container */
 		describe_event(ev, text, sizeof(text));
-		pod_wide =
-		    strcmp(ty, "pod.deletion_requested") == 0 || strcmp(ty, "pod.deleted") == 0;
-		o = ev_new(&t, text, "i", at, lane_of(&t, json_str(ev, "container")));
-		if (!o ||
-		    json_object_object_add(o, "s", json_object_new_string(pod_wide ? "p" : "t")) <
+		deletion = strcmp(ty, "pod.deletion_requested") == 0;
+		if (strcmp(ty, "process.signal") == 0)
+			snprintf(name, sizeof(name), "%s to %s", kind_name(ev), c ? c : "?");
+		else if (strcmp(ty, "socket.listen_closed") == 0 ||
+			 strcmp(ty, "socket.listen") == 0)
+			snprintf(name, sizeof(name), "%s :%lld", kind_name(ev),
+				 (long long)json_object_get_int64(json_path(ev, "port")));
+		else
+			snprintf(name, sizeof(name), "%s", kind_name(ev));
+		o = ev_new(&t, name, "i", at, lane);
+		args = json_object_new_object();
+		if (!o || !args ||
+		    json_object_object_add(o, "s",
+					   json_object_new_string(deletion ? "g"
+								  : ty[0] == 'p' && ty[1] == 'o'
+								      ? "p"
+								      : "t")) < 0 ||
+		    json_object_object_add(o, "cat", json_object_new_string(ty)) < 0 ||
+		    json_object_object_add(args, "offset",
+					   json_object_new_string(fmt_offset(off, at, m.ref_ns))) <
 			0 ||
-		    json_object_object_add(o, "cat", json_object_new_string(ty)) < 0)
+		    json_object_object_add(args, "event", json_object_new_string(text)) < 0 ||
+		    json_object_object_add(o, "args", args) < 0) {
+			json_object_put(args);
 			goto out;
+		}
+	}
+	/* the findings: a track of their own, a slice over each one's window */
+	for (size_t i = 0; i < json_object_array_length(fs); i++) {
+		struct json_object *x = json_object_array_get_idx(fs, i), *o, *args;
+		int64_t from, to;
+		char name[300];
+
+		if (!finding_window(&m, x, &from, &to))
+			from = to = m.ref_ns;
+		snprintf(name, sizeof(name), "%s (%s)",
+			 json_str(x, "rule") ? json_str(x, "rule") : "?",
+			 json_str(x, "severity") ? json_str(x, "severity") : "?");
+		if (span(&t, name, "finding", from, to > from ? to : from + 1000, (int)t.nl) < 0)
+			goto out;
+		o = json_object_array_get_idx(t.evs, json_object_array_length(t.evs) - 1);
+		args = json_object_new_object();
+		if (!args || json_object_object_add(o, "args", args) < 0) {
+			json_object_put(args);
+			goto out;
+		}
+		json_object_object_add(args, "summary", json_object_get(json_path(x, "summary")));
+		json_object_object_add(args, "requestIds",
+				       json_object_get(json_path(x, "requestIds")));
+		json_object_object_add(args, "recommendation",
+				       json_object_get(json_path(x, "recommendation")));
 	}
 	r = fprintf(f, "%s\n",
 		    json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
@@ -233,6 +275,7 @@ int render_trace(FILE *f, struct json_object *doc)
 		: 0;
 out:
 	tl_model_done(&m);
+	json_object_put(fs);
 	json_object_put(root);
 	return r;
 }
@@ -243,24 +286,22 @@ int cmd_render(struct cli *cli)
 	FILE *f;
 	int r;
 
-	if (cli->nargs != 1) {
-		cli_err(cli, "render takes one NAMESPACE/POD");
-		return EXIT_USAGE;
-	}
-	if (!cli->output || (strcmp(cli->output, "svg") && strcmp(cli->output, "trace"))) {
-		cli_err(cli, "render: -o svg or -o trace");
-		return EXIT_USAGE;
-	}
-	r = load_doc(cli, cli->args[0], &doc);
+	r = load_doc(cli, cli->args[0], &doc, false, NULL);
 	if (r != EXIT_FOUND)
 		return r;
+	/* names and IDs escaped as for the terminal: an SVG holds no control
+	 * character, and a trace viewer shows them as text */
+	if (doc_escape(doc) < 0) {
+		json_object_put(doc);
+		return EXIT_USAGE;
+	}
 	f = open_out(cli);
 	if (!f) {
 		cli_err(cli, "%s: %s", cli->out_file, strerror(errno));
 		json_object_put(doc);
 		return EXIT_USAGE;
 	}
-	r = strcmp(cli->output, "svg") == 0 ? render_svg(f, doc) : render_trace(f, doc);
+	r = output_is(cli, "svg") ? render_svg(cli, f, doc) : render_trace(f, doc);
 	if (close_out(cli, f) < 0 || r < 0) {
 		if (r < 0)
 			cli_err(cli, "%s: cannot render: %s", cli->args[0], strerror(-r));

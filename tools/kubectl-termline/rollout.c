@@ -26,7 +26,7 @@ static long revision_of(struct json_object *o)
 
 /* The replaced ReplicaSets' names (or the one of --revision). */
 static int replicasets(const struct cli *cli, struct source *src, const char *ns, const char *name,
-		       struct json_object *names, char *err, size_t errlen)
+		       struct json_object *names, struct src_err *e)
 {
 	struct json_object *dep = NULL, *rsl = NULL, *items;
 	const char *uid;
@@ -35,13 +35,13 @@ static int replicasets(const struct cli *cli, struct source *src, const char *ns
 	int r;
 
 	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/deployments/%s", ns, name);
-	r = source_api_get(src, path, &dep, err, errlen);
+	r = source_api_get(src, path, &dep, e);
 	if (r < 0)
 		return r;
 	uid = json_str(json_path(dep, "metadata"), "uid");
 	current = revision_of(dep);
 	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/replicasets", ns);
-	r = source_api_get(src, path, &rsl, err, errlen);
+	r = source_api_get(src, path, &rsl, e);
 	if (r < 0)
 		goto out;
 	if (json_object_object_get_ex(rsl, "items", &items) &&
@@ -86,8 +86,9 @@ static bool name_in(struct json_object *names, const char *n)
 }
 
 struct pod_sum {
-	struct json_object *doc;
+	struct json_object *doc, *fs;
 	size_t failed;
+	struct verdict v;
 };
 
 static int by_failed(const void *a, const void *b)
@@ -97,40 +98,44 @@ static int by_failed(const void *a, const void *b)
 	return x->failed < y->failed ? 1 : x->failed > y->failed ? -1 : 0;
 }
 
+/* A finding that says something is wrong (not an all-clear "no change"). */
+static bool affects(struct json_object *f)
+{
+	return tl_finding_severity_rank(json_str(f, "severity")) >= 2;
+}
+
 int cmd_rollout(struct cli *cli)
 {
 	const char *arg, *slash, *ns;
 	struct json_object *names = json_object_new_array(), *docs = NULL, *out = NULL,
 			   *by_rule = NULL, *best = NULL, *worst = NULL;
+	struct json_object *best_f = NULL, *best_doc = NULL;
 	struct source *src = NULL;
 	struct pod_sum *sums = NULL;
-	char err[1024] = "", name[256];
-	bool json = cli->output && strcmp(cli->output, "json") == 0, guessed = false;
-	size_t n = 0, total = 0, terminated = 0, incomplete = 0;
+	struct src_err e;
+	char name[256], text[2048];
+	bool json = !output_is(cli, "text"), guessed = false;
+	size_t n = 0, total = 0, terminated = 0, incomplete = 0, with_failures = 0;
 	int best_rank = 0, rc = EXIT_USAGE, r;
 
 	if (!names)
 		return EXIT_USAGE;
-	if (cli->nargs != 1) {
-		cli_err(cli, "rollout takes one deployment/NAME");
-		goto done;
-	}
 	arg = cli->args[0];
 	slash = strchr(arg, '/');
 	if (slash && strncmp(arg, "deployment/", 11) && strncmp(arg, "deploy/", 7) &&
-	    strncmp(arg, "deployments/", 12)) {
-		cli_err(cli, "rollout: %s: only deployment/NAME", arg);
+	    strncmp(arg, "deployments/", 12) && strncmp(arg, "deployment.apps/", 16)) {
+		cli_err(cli, "%s: only deployment/NAME", arg);
 		goto done;
 	}
 	snprintf(name, sizeof(name), "%s", slash ? slash + 1 : arg);
 	if (!name[0]) {
-		cli_err(cli, "rollout: no Deployment name");
+		cli_err(cli, "no Deployment name");
 		goto done;
 	}
-	r = source_open(cli, &src, err, sizeof(err));
+	r = source_open(cli, &src, &e);
 	ns = source_namespace(src, cli);
 	if (r == 0) {
-		r = replicasets(cli, src, ns, name, names, err, sizeof(err));
+		r = replicasets(cli, src, ns, name, names, &e);
 		if (r == -ENOTSUP) {
 			/* --from: no API server to ask which ReplicaSets the
 			 * Deployment owns: its Pods' owners are NAME-<hash> */
@@ -138,14 +143,17 @@ int cmd_rollout(struct cli *cli)
 			r = 0;
 		} else if (r == -ENOENT) {
 			cli_err(cli, "deployment %s/%s not found", ns, name);
+			fprintf(stderr, "  next: kubectl -n %s get deployments\n", tx(ns));
 			rc = EXIT_NOT_FOUND;
 			goto done;
 		}
 	}
 	if (r == 0)
-		r = source_list(src, ns, "ReplicaSet", NULL, 0, &docs, err, sizeof(err));
+		r = source_list(src, ns, "ReplicaSet", NULL, &docs, &e);
 	if (r < 0) {
-		cli_err(cli, "%s", err[0] ? err : strerror(-r));
+		if (!e.msg[0])
+			snprintf(e.msg, sizeof(e.msg), "%s", strerror(-r));
+		report(cli, &e);
 		goto done;
 	}
 	sums = calloc(json_object_array_length(docs) + 1, sizeof(*sums));
@@ -163,24 +171,32 @@ int cmd_rollout(struct cli *cli)
 			    owner[strlen(name)] == '-' && !strchr(owner + strlen(name) + 1, '-'))
 			: !name_in(names, owner))
 			continue;
-		if (tl_model_build(d, &m) == 0 && m.deletion_ns)
-			terminated++;
+		if (!json && doc_escape(d) < 0)
+			goto done;
+		if (doc_findings(d, &fs) < 0)
+			continue;
+		if (tl_model_build(d, &m) == 0) {
+			if (m.deletion_ns)
+				terminated++;
+			verdict_build(cli, &m, fs, &sums[n].v);
+		}
 		if (!m.complete)
 			incomplete++;
 		tl_model_done(&m);
 		sums[n].doc = d;
-		sums[n].failed = doc_failed_requests(d);
+		sums[n].fs = fs;
+		sums[n].failed = sums[n].v.failed;
 		total += sums[n].failed;
+		with_failures += sums[n].failed > 0;
 		n++;
-		if (doc_findings(d, &fs) < 0)
-			continue;
 		for (size_t k = 0; k < json_object_array_length(fs); k++) {
 			struct json_object *f = json_object_array_get_idx(fs, k), *agg, *v, *reco;
 			const char *rule = json_str(f, "rule");
 			int rank = tl_finding_severity_rank(json_str(f, "severity"));
 			size_t nf = json_object_array_length(json_path(f, "requestIds"));
 
-			if (!rule)
+			/* an all-clear is no Pod affected */
+			if (!rule || !affects(f))
 				continue;
 			if (!json_object_object_get_ex(by_rule, rule, &agg)) {
 				agg = json_object_new_object();
@@ -220,9 +236,10 @@ int cmd_rollout(struct cli *cli)
 				json_object_put(best);
 				best = copy;
 				best_rank = rank;
+				best_f = f;
+				best_doc = d;
 			}
 		}
-		json_object_put(fs);
 	}
 	qsort(sums, n, sizeof(*sums), by_failed);
 	for (size_t i = 0; i < n && i < WORST; i++) {
@@ -238,6 +255,43 @@ int cmd_rollout(struct cli *cli)
 		json_object_object_add(w, "failedRequests",
 				       json_object_new_int64((int64_t)sums[i].failed));
 	}
+	/* the verdict: the cause most Pods share, told as the worst of them tells it */
+	{
+		const char *cause = NULL, *cause_rule = NULL;
+		size_t cause_pods = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			size_t same = 0;
+
+			if (!sums[i].v.cause_rule || !sums[i].failed)
+				continue;
+			for (size_t k = 0; k < n; k++)
+				same += sums[k].v.cause_rule && sums[k].failed &&
+					strcmp(sums[k].v.cause_rule, sums[i].v.cause_rule) == 0;
+			if (same > cause_pods) {
+				cause_pods = same;
+				cause = sums[i].v.cause;
+				cause_rule = sums[i].v.cause_rule;
+			}
+		}
+		if (total)
+			snprintf(text, sizeof(text),
+				 "%zu request%s failed in %zu of %zu Pod%s (%zu "
+				 "terminated)%s%s",
+				 total, total == 1 ? "" : "s", with_failures, n, n == 1 ? "" : "s",
+				 terminated, cause ? ": " : "", cause ? cause : "");
+		else
+			snprintf(text, sizeof(text),
+				 "no request failed in %zu Pod%s (%zu terminated)", n,
+				 n == 1 ? "" : "s", terminated);
+		if (total && cause && cause_pods < with_failures) {
+			size_t l = strlen(text);
+
+			snprintf(text + l, sizeof(text) - l, " (in %zu of those %zu Pods)",
+				 cause_pods, with_failures);
+		}
+		(void)cause_rule;
+	}
 	if (json) {
 		out = json_object_new_object();
 		if (!out)
@@ -248,59 +302,91 @@ int cmd_rollout(struct cli *cli)
 		json_object_object_add(out, "pods", json_object_new_int64((int64_t)n));
 		json_object_object_add(out, "podsTerminated",
 				       json_object_new_int64((int64_t)terminated));
+		json_object_object_add(out, "podsWithFailedRequests",
+				       json_object_new_int64((int64_t)with_failures));
 		json_object_object_add(out, "failedRequests",
 				       json_object_new_int64((int64_t)total));
 		json_object_object_add(out, "incompleteTimelines",
 				       json_object_new_int64((int64_t)incomplete));
+		json_object_object_add(out, "verdict", json_object_new_string(text));
 		json_object_object_add(out, "byFinding", json_object_get(by_rule));
 		json_object_object_add(out, "worstPods", json_object_get(worst));
 		json_object_object_add(out, "recommendation", json_object_get(best));
-		if (print_json(stdout, out) < 0)
+		if (print_structured(cli, out) != EXIT_FOUND)
 			goto done;
 	} else {
-		printf("%sdeployment %s/%s%s: %zu Pod%s of %s (%zu terminated), %zu failed "
-		       "request%s\n",
-		       col(cli, "bold"), ns, name, col(cli, "reset"), n, n == 1 ? "" : "s",
-		       guessed ? "ReplicaSets named after it (no API server with --from)"
-			       : "the replaced ReplicaSet(s)",
-		       terminated, total, total == 1 ? "" : "s");
+		char head[2400];
+
+		snprintf(head, sizeof(head), "%sdeployment %s/%s:%s %s%s.%s", col(cli, "bold"),
+			 tx(ns), tx(name), col(cli, "reset"), total ? col(cli, "red") : "", text,
+			 total ? col(cli, "reset") : "");
+		wrap(cli, stdout, 0, 2, head);
+		snprintf(head, sizeof(head), "The Pods of %s%s.",
+			 guessed ? "the ReplicaSets named after it (no API server with --from)"
+				 : "the replaced ReplicaSet(s) ",
+			 "");
+		if (!guessed) {
+			for (size_t i = 0; i < json_object_array_length(names); i++) {
+				size_t l = strlen(head) - 1;
+
+				snprintf(head + l, sizeof(head) - l, "%s%s.", i ? ", " : "",
+					 tx(json_object_get_string(
+					     json_object_array_get_idx(names, i))));
+			}
+		}
+		wrap(cli, stdout, 0, 2, head);
 		if (incomplete)
 			printf("%s%zu timeline%s incomplete: the figures are lower bounds%s\n",
 			       col(cli, "red"), incomplete, incomplete == 1 ? "" : "s",
 			       col(cli, "reset"));
-		if (!guessed)
-			for (size_t i = 0; i < json_object_array_length(names); i++)
-				printf("  replicaset %s\n",
-				       json_object_get_string(json_object_array_get_idx(names, i)));
+		printf("\n");
+		if (best && best_doc) {
+			/* the fix at the largest value any Pod needed: told with that
+			 * Pod's timeline */
+			struct tl_model m;
+			struct verdict v;
+
+			if (tl_model_build(best_doc, &m) == 0) {
+				memset(&v, 0, sizeof(v));
+				v.fix = best_f;
+				if (verdict_print_fix(cli, stdout, &m, &v))
+					printf("  (the largest value any Pod needed: %s, finding "
+					       "%s)\n\n",
+					       tx(json_str(best, "pod") ?: "?"),
+					       json_str(best, "rule") ?: "?");
+			}
+			tl_model_done(&m);
+		} else {
+			printf("No fix: no finding with a setting to change.\n\n");
+		}
 		if (json_object_object_length(by_rule))
-			printf("by finding:\n");
+			printf("Findings, by the Pods and failed requests they cover (a request "
+			       "can be "
+			       "in several):\n");
 		json_object_object_foreach(by_rule, k, v)
-		    printf("  %-32s %3d Pod%s, %d failed requests\n", k,
-			   json_object_get_int(json_path(v, "pods")),
-			   json_object_get_int(json_path(v, "pods")) == 1 ? " " : "s",
-			   json_object_get_int(json_path(v, "failedRequests")));
+		{
+			int pods = json_object_get_int(json_path(v, "pods"));
+			long long fr = json_object_get_int64(json_path(v, "failedRequests"));
+
+			printf("  %-32s %d Pod%s, %lld of the %zu failed requests\n", k, pods,
+			       pods == 1 ? " " : "s", fr, total);
+		}
 		if (n) {
-			printf("worst Pods:\n");
+			printf("Worst Pods:\n");
 			for (size_t i = 0; i < n && i < WORST; i++)
 				printf("  %-40s %zu failed\n",
 				       json_str(json_path(sums[i].doc, "pod"), "name") ?: "?",
 				       sums[i].failed);
 		}
-		if (best)
-			printf("%srecommended for the Deployment:%s %s = %s\n  (the largest any "
-			       "Pod needed: %s, finding %s)\n",
-			       col(cli, "green"), col(cli, "reset"),
-			       json_str(best, "setting") ?: "?",
-			       json_object_get_string(json_path(best, "value")),
-			       json_str(best, "pod") ?: "?", json_str(best, "rule") ?: "?");
-		else
-			printf("no recommendation: no finding with a setting to change\n");
 	}
 	rc = n ? EXIT_FOUND : EXIT_NOT_FOUND;
-	if (!n)
-		fprintf(stderr, "%s: no timelines of deployment %s/%s's Pods\n", cli->prog, ns,
-			name);
+	if (!n) {
+		cli_err(cli, "no timelines of deployment %s/%s's Pods", ns, name);
+		fprintf(stderr, "  next: kubectl termline list -n %s\n", tx(ns));
+	}
 done:
+	for (size_t i = 0; sums && i < n; i++)
+		json_object_put(sums[i].fs);
 	free(sums);
 	json_object_put(out);
 	json_object_put(by_rule);

@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-/* show NS/POD: one line per event, offset from the deletion request, a lane
- * per container plus one for the API server and endpoints. */
+/* show NS/POD: the verdict, then the timeline: the offset from the
+ * deletion request, a column per lane (the API server and endpoints, then
+ * each container: the lanes are data, a consumer column joins them the
+ * same way), and the event. Key moments are marked. At real traffic
+ * (200 requests a second over a 30 s drain) a line per request buries
+ * them: between two events that are not requests, the requests of one
+ * lane with one outcome are one line ("120 x inbound GET /orders -> 200,
+ * -2.900...-0.100 s"); --all lists them all, --failed the failed ones and
+ * the key moments only. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,112 +20,26 @@
 #include "findings.h"
 #include "json-util.h"
 
-int load_doc(const struct cli *cli, const char *arg, struct json_object **ret)
+#define MAX_LANES (TL_FINDINGS_MAX_CONTAINERS + 1)
+#define GROUPS_MAX 64 /* outcome classes held between two events */
+
+struct lanes {
+	const char *name[MAX_LANES];
+	int width[MAX_LANES];
+	size_t n;
+	int offset_width;
+};
+
+/* The lane of an event: 0 the API server and endpoints (no container), a
+ * container's column, -1 a container without one (the sandbox, unknown). */
+static int lane_of(const struct lanes *L, const char *c)
 {
-	struct source *src = NULL;
-	char err[1024] = "", *ns = NULL, *name = NULL;
-	int r;
-
-	r = source_open(cli, &src, err, sizeof(err));
-	if (r < 0) {
-		cli_err(cli, "%s", err[0] ? err : strerror(-r));
-		return EXIT_USAGE;
-	}
-	if (split_ns_name(arg, source_namespace(src, cli), &ns, &name) < 0) {
-		cli_err(cli, "%s: not NAMESPACE/POD", arg);
-		source_free(src);
-		return EXIT_USAGE;
-	}
-	r = source_get(src, ns, name, ret, err, sizeof(err));
-	source_free(src);
-	free(ns);
-	free(name);
-	if (r == -ENOENT) {
-		cli_err(cli, "%s", err);
-		return EXIT_NOT_FOUND;
-	}
-	if (r < 0) {
-		cli_err(cli, "%s", err[0] ? err : strerror(-r));
-		return EXIT_USAGE;
-	}
-	return EXIT_FOUND;
-}
-
-static long long jint(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) ? (long long)json_object_get_int64(v) : 0;
-}
-
-#define S(k) (json_str(ev, k) ? json_str(ev, k) : "?")
-
-void describe_event(struct json_object *ev, char *buf, size_t len)
-{
-	const char *t = json_str(ev, "type");
-
-	if (!t)
-		t = "?";
-	if (strcmp(t, "pod.deletion_requested") == 0)
-		snprintf(buf, len, "deletion requested (grace %lld s)",
-			 jint(ev, "gracePeriodSeconds"));
-	else if (strcmp(t, "pod.condition") == 0)
-		snprintf(buf, len, "condition %s=%s", S("condition"), S("status"));
-	else if (strcmp(t, "container.terminated") == 0)
-		snprintf(buf, len, "terminated: exit code %lld (%s)", jint(ev, "exitCode"),
-			 S("reason"));
-	else if (strcmp(t, "pod.deleted") == 0)
-		snprintf(buf, len, "Pod deleted");
-	else if (strcmp(t, "endpoint.condition") == 0)
-		snprintf(buf, len, "endpoint in %s: ready=%s serving=%s terminating=%s",
-			 S("endpointSlice"), tl_json_bool(ev, "ready", true) ? "true" : "false",
-			 tl_json_bool(ev, "serving", true) ? "true" : "false",
-			 tl_json_bool(ev, "terminating", false) ? "true" : "false");
-	else if (strcmp(t, "endpoint.removed") == 0)
-		snprintf(buf, len, "endpoint removed from %s", S("endpointSlice"));
-	else if (strcmp(t, "process.signal") == 0)
-		snprintf(buf, len, "%s to %s(%lld) from %s(%lld): %s", S("signal"), S("comm"),
-			 jint(ev, "pid"), S("senderComm"), jint(ev, "senderPid"), S("result"));
-	else if (strcmp(t, "process.signal_delivered") == 0)
-		snprintf(buf, len, "%s reached a handler in %s(%lld)", S("signal"), S("comm"),
-			 jint(ev, "pid"));
-	else if (strcmp(t, "process.exec") == 0)
-		snprintf(buf, len, "exec %s (%s, pid %lld)", S("filename"), S("comm"),
-			 jint(ev, "pid"));
-	else if (strcmp(t, "process.exit") == 0) {
-		if (jint(ev, "exitSignal"))
-			snprintf(buf, len, "%s(%lld) exited: killed by signal %lld", S("comm"),
-				 jint(ev, "pid"), jint(ev, "exitSignal"));
-		else
-			snprintf(buf, len, "%s(%lld) exited: code %lld", S("comm"), jint(ev, "pid"),
-				 jint(ev, "exitCode"));
-	} else if (strcmp(t, "socket.listen") == 0)
-		snprintf(buf, len, "listening on %s:%lld", S("address"), jint(ev, "port"));
-	else if (strcmp(t, "socket.listen_closed") == 0)
-		snprintf(buf, len, "stopped listening on %s:%lld", S("address"), jint(ev, "port"));
-	else if (strcmp(t, "tcp.reset_sent") == 0)
-		snprintf(buf, len, "reset sent %s -> %s", S("local"), S("remote"));
-	else if (strcmp(t, "tcp.reset_received") == 0)
-		snprintf(buf, len, "reset received %s <- %s", S("local"), S("remote"));
-	else if (strcmp(t, "http.request") == 0) {
-		struct json_object *d;
-		double ms =
-		    json_object_object_get_ex(ev, "durationMs", &d) ? json_object_get_double(d) : 0;
-		const char *fl = json_str(ev, "responseFlags");
-
-		snprintf(buf, len, "%s %s %s %s -> %lld%s%s id=%s (%.0f ms)", S("direction"),
-			 S("method"), S("path"),
-			 json_str(ev, "source") && strcmp(json_str(ev, "source"), "log") == 0
-			     ? "[log]"
-			     : "[socket]",
-			 jint(ev, "status"), fl && strcmp(fl, "-") ? " " : "",
-			 fl && strcmp(fl, "-") ? fl : "",
-			 json_str(ev, "requestId") ? json_str(ev, "requestId") : "-", ms);
-	} else if (strcmp(t, "events.aggregated") == 0)
-		snprintf(buf, len, "%lld x %s (aggregated)", jint(ev, "count"),
-			 S("aggregatedType"));
-	else
-		snprintf(buf, len, "%s", t);
+	if (!c)
+		return 0;
+	for (size_t i = 1; i < L->n; i++)
+		if (strcmp(L->name[i], c) == 0)
+			return (int)i;
+	return -1;
 }
 
 static const char *color_of(const struct cli *cli, struct json_object *ev)
@@ -128,8 +49,9 @@ static const char *color_of(const struct cli *cli, struct json_object *ev)
 	if (!t)
 		return "";
 	if (strcmp(t, "http.request") == 0) {
-		long long st = jint(ev, "status");
+		int64_t st = 0;
 
+		tl_json_int(ev, "status", &st);
 		return st == 0 || st >= 500 ? col(cli, "red") : col(cli, "green");
 	}
 	if (strncmp(t, "tcp.reset", 9) == 0)
@@ -141,16 +63,140 @@ static const char *color_of(const struct cli *cli, struct json_object *ev)
 	return "";
 }
 
-/* Lanes: API/endpoints, then each container of the document in order. */
-static int show_text(const struct cli *cli, FILE *f, struct json_object *doc)
+static void row(const struct cli *cli, FILE *f, const struct lanes *L, bool key, const char *off,
+		int lane, const char *color, const char *text, const char *suffix)
+{
+	fprintf(f, "%s%c %-*s", key ? col(cli, "bold") : "", key ? '>' : ' ', L->offset_width, off);
+	for (size_t i = 0; i < L->n; i++)
+		fprintf(f, "  %s%-*s%s", (int)i == lane ? color : "", L->width[i],
+			(int)i == lane ? "*" : "|",
+			(int)i == lane && *color ? col(cli, "reset") : "");
+	fprintf(f, "  %s%s%s%s%s\n", color, text, suffix, *color || key ? col(cli, "reset") : "",
+		"");
+}
+
+/* Key moments: what the verdict and the picture rest on. */
+struct moments {
+	int64_t first_fail, last_fail; /* starts of the first and last failed request */
+};
+
+static bool is_key(const struct tl_model *m, const struct moments *km, struct json_object *ev,
+		   int64_t t)
+{
+	const char *ty = json_str(ev, "type"), *c = json_str(ev, "container");
+	int ci = tl_model_ctr(m, c);
+
+	if (!ty || !t)
+		return false;
+	if ((ci >= 0 && m->ctr[ci].sandbox) || (ci < 0 && !event_is_api(ev)))
+		return false;
+	if (strcmp(ty, "pod.deletion_requested") == 0 || strcmp(ty, "pod.deleted") == 0 ||
+	    strcmp(ty, "endpoint.removed") == 0 || strcmp(ty, "process.signal") == 0)
+		return true;
+	if (strcmp(ty, "endpoint.condition") == 0)
+		return t == m->ready_false_ns || t == m->serving_false_ns;
+	if (strcmp(ty, "socket.listen_closed") == 0)
+		return ci >= 0 && t == m->ctr[ci].listen_closed_ns;
+	if (strcmp(ty, "process.exit") == 0)
+		return ci >= 0 && t == m->ctr[ci].exit_ns;
+	if (strcmp(ty, "http.request") == 0) {
+		int64_t start = t;
+		const char *s = json_str(ev, "start");
+
+		if (s)
+			tl_time_parse(s, &start);
+		return km->first_fail && (start == km->first_fail || start == km->last_fail) &&
+		       event_failed(ev);
+	}
+	return false;
+}
+
+/* Requests of one lane and one outcome between two shown events. */
+struct group {
+	int lane;
+	const char *dir, *method, *flags;
+	const char *paths[3]; /* the distinct paths, up to three */
+	size_t npaths;
+	int64_t status;
+	bool failed, more_paths;
+	size_t n;
+	int64_t first, last;
+	const char *first_id, *last_id;
+	struct json_object *ev; /* the first: a group of one is shown as itself */
+};
+
+static bool group_of(const struct group *g, int lane, struct json_object *ev)
+{
+	const char *d = json_str(ev, "direction"), *mt = json_str(ev, "method"),
+		   *fl = json_str(ev, "responseFlags");
+	int64_t st = 0;
+
+	tl_json_int(ev, "status", &st);
+	return g->lane == lane && st == g->status && strcmp(d ? d : "", g->dir) == 0 &&
+	       strcmp(mt ? mt : "", g->method) == 0 && strcmp(fl ? fl : "", g->flags) == 0;
+}
+
+static void flush_groups(const struct cli *cli, FILE *f, const struct lanes *L,
+			 const struct tl_model *m, struct group *g, size_t *ng, size_t *lines)
+{
+	for (size_t i = 0; i < *ng; i++) {
+		char off[OFFSET_LEN], span[96], text[1024], ids[300] = "";
+		const char *fl = *g[i].flags && strcmp(g[i].flags, "-") ? g[i].flags : "";
+		char status[32];
+
+		if (g[i].n == 1) {
+			describe_event(g[i].ev, text, sizeof(text));
+			row(cli, f, L, false, fmt_offset(off, g[i].first, m->ref_ns), g[i].lane,
+			    g[i].failed ? col(cli, "red") : col(cli, "green"), text, "");
+			(*lines)++;
+			continue;
+		}
+		if (g[i].status)
+			snprintf(status, sizeof(status), "%lld", (long long)g[i].status);
+		else
+			snprintf(status, sizeof(status), "no response");
+		fmt_span(cli, span, sizeof(span), g[i].first, g[i].last, m->ref_ns);
+		if (g[i].failed && g[i].first_id)
+			snprintf(ids, sizeof(ids), ", ids %s%s%s", g[i].first_id,
+				 g[i].n > 1 ? glyph_ellipsis(cli) : "",
+				 g[i].n > 1 && g[i].last_id ? g[i].last_id : "");
+		{
+			char paths[400] = "";
+
+			for (size_t k = 0; k < g[i].npaths; k++) {
+				size_t l = strlen(paths);
+
+				snprintf(paths + l, sizeof(paths) - l, "%s%s", k ? "," : "",
+					 *g[i].paths[k] ? g[i].paths[k] : "?");
+			}
+			if (g[i].more_paths) {
+				size_t l = strlen(paths);
+
+				snprintf(paths + l, sizeof(paths) - l, ",%s", glyph_ellipsis(cli));
+			}
+			snprintf(text, sizeof(text), "%zu %s %s %s %s -> %s%s%s, %s%s", g[i].n,
+				 glyph_times(cli), *g[i].dir ? g[i].dir : "?",
+				 *g[i].method ? g[i].method : "?", paths, status, *fl ? " " : "",
+				 fl, span, ids);
+		}
+		row(cli, f, L, false, fmt_offset(off, g[i].first, m->ref_ns), g[i].lane,
+		    g[i].failed ? col(cli, "red") : col(cli, "green"), text, "");
+		(*lines)++;
+	}
+	*ng = 0;
+}
+
+static int show_text(const struct cli *cli, FILE *f, struct json_object *doc,
+		     struct json_object *fs)
 {
 	struct tl_model m;
 	struct json_object *evs = json_path(doc, "events");
-	const char *lane[TL_FINDINGS_MAX_CONTAINERS + 1];
-	int width[TL_FINDINGS_MAX_CONTAINERS + 1];
-	size_t nl = 1;
-	const char *ns = json_str(json_path(doc, "pod"), "namespace"),
-		   *name = json_str(json_path(doc, "pod"), "name");
+	struct lanes L = {.offset_width = 9};
+	struct group groups[GROUPS_MAX];
+	struct moments km = {0};
+	struct verdict v;
+	size_t ng = 0, lines = 0, hidden = 0, n = evs ? json_object_array_length(evs) : 0;
+	char text[2048];
 	int r = tl_model_build(doc, &m);
 
 	if (r < 0) {
@@ -158,68 +204,172 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc)
 		cli_err(cli, "not a timeline document");
 		return EXIT_USAGE;
 	}
-	lane[0] = "API";
-	for (size_t i = 0; i < m.n_ctr && nl <= TL_FINDINGS_MAX_CONTAINERS; i++)
+	verdict_build(cli, &m, fs, &v);
+	for (size_t i = 0; i < m.n_req; i++)
+		if (m.reqs[i].failed && !m.reqs[i].dup) {
+			if (!km.first_fail)
+				km.first_fail = m.reqs[i].start_ns;
+			km.last_fail = m.reqs[i].start_ns;
+		}
+	L.name[L.n++] = "API";
+	for (size_t i = 0; i < m.n_ctr && L.n < MAX_LANES; i++)
 		if (!m.ctr[i].sandbox && strcmp(m.ctr[i].name, "(unknown)") != 0)
-			lane[nl++] = m.ctr[i].name;
-	for (size_t i = 0; i < nl; i++)
-		width[i] = (int)strlen(lane[i]) < 3 ? 3 : (int)strlen(lane[i]);
-	fprintf(
-	    f, "%s%s/%s%s uid %s on %s: %s%s, grace %d s, %s\n", col(cli, "bold"), ns ? ns : "?",
-	    name ? name : "?", col(cli, "reset"),
-	    json_str(json_path(doc, "pod"), "uid") ? json_str(json_path(doc, "pod"), "uid") : "?",
-	    json_str(json_path(doc, "pod"), "node") ? json_str(json_path(doc, "pod"), "node") : "?",
-	    m.deletion_ns ? "offsets from the deletion request" : "offsets from the ",
-	    m.deletion_ns ? "" : m.ref_what, m.grace_s, m.complete ? "complete" : "INCOMPLETE");
-	if (!m.complete)
-		fprintf(f, "%sincomplete: %s%s\n", col(cli, "red"), m.incomplete_why,
-			col(cli, "reset"));
-	fprintf(f, "%-9s", "OFFSET");
-	for (size_t i = 0; i < nl; i++)
-		fprintf(f, "  %-*s", width[i], lane[i]);
-	fprintf(f, "  EVENT\n");
-	for (size_t k = 0; evs && k < json_object_array_length(evs); k++) {
-		struct json_object *ev = json_object_array_get_idx(evs, k);
-		const char *c = json_str(ev, "container");
-		char off[32], text[1024];
-		size_t at = 0;
+			L.name[L.n++] = m.ctr[i].name;
+	for (size_t i = 0; i < L.n; i++)
+		L.width[i] = text_cols(L.name[i]) < 3 ? 3 : (int)text_cols(L.name[i]);
+	for (size_t k = 0; k < n; k++)
+		if (!tl_event_time(json_object_array_get_idx(evs, k)))
+			L.offset_width = 12; /* "invalid time" */
 
-		for (size_t i = 1; c && i < nl; i++)
-			if (strcmp(lane[i], c) == 0)
-				at = i;
-		fmt_offset(off, sizeof(off), tl_event_time(ev) - m.ref_ns);
-		describe_event(ev, text, sizeof(text));
-		fprintf(f, "%-9s", off);
-		for (size_t i = 0; i < nl; i++)
-			fprintf(f, "  %s%-*s%s", i == at ? color_of(cli, ev) : "", width[i],
-				i == at ? "*" : "|", i == at ? col(cli, "reset") : "");
-		fprintf(f, "  %s%s%s%s%s\n", color_of(cli, ev), text, c && !at ? " " : "",
-			c && !at ? c : "", *color_of(cli, ev) ? col(cli, "reset") : "");
+	snprintf(text, sizeof(text), "%s%s/%s%s (node %s, grace %d s, %s%s%s): %s%s%s",
+		 col(cli, "bold"), m.ns ? m.ns : "?", m.name ? m.name : "?", col(cli, "reset"),
+		 json_str(json_path(doc, "pod"), "node") ? json_str(json_path(doc, "pod"), "node")
+							 : "?",
+		 m.grace_s, m.complete ? "" : col(cli, "red"),
+		 m.complete ? "complete" : "INCOMPLETE", m.complete ? "" : col(cli, "reset"),
+		 v.failed ? col(cli, "red") : "", v.headline, v.failed ? col(cli, "reset") : "");
+	wrap(cli, f, 0, 2, text);
+	if (!m.complete) {
+		snprintf(text, sizeof(text), "%sincomplete: %s%s", col(cli, "red"),
+			 m.incomplete_why, col(cli, "reset"));
+		wrap(cli, f, 2, 2, text);
 	}
+	snprintf(text, sizeof(text), "Offsets from the %s%s; '>' marks the key moments.",
+		 m.deletion_ns ? "deletion request" : m.ref_what,
+		 cli->show_all	    ? ""
+		 : cli->show_failed ? ", failed requests only"
+				    : ", like requests counted on one line");
+	wrap(cli, f, 0, 2, text);
+	fprintf(f, "  %-*s", L.offset_width, "OFFSET");
+	for (size_t i = 0; i < L.n; i++)
+		fprintf(f, "  %-*s", L.width[i], L.name[i]);
+	fprintf(f, "  EVENT\n");
+
+	for (size_t k = 0; k < n; k++) {
+		struct json_object *ev = json_object_array_get_idx(evs, k);
+		const char *ty = json_str(ev, "type"), *c = json_str(ev, "container");
+		int64_t t = tl_event_time(ev);
+		bool req = ty && strcmp(ty, "http.request") == 0, key = is_key(&m, &km, ev, t);
+		int lane = c || event_is_api(ev) ? lane_of(&L, c) : -1;
+		char off[OFFSET_LEN], desc[1024], suffix[300] = "";
+
+		if (cli->has_since && t && t < m.ref_ns + cli->since_ns)
+			continue;
+		if (req && !key && !cli->show_all) {
+			struct group *g = NULL;
+			bool failed = event_failed(ev);
+			const char *path = json_str(ev, "path");
+			int64_t start = t;
+
+			if (cli->show_failed && !failed) {
+				hidden++;
+				continue;
+			}
+			if (!cli->show_failed && t) {
+				if (json_str(ev, "start"))
+					tl_time_parse(json_str(ev, "start"), &start);
+				for (size_t i = 0; i < ng && !g; i++)
+					if (group_of(&groups[i], lane, ev))
+						g = &groups[i];
+				if (!g && ng == GROUPS_MAX)
+					flush_groups(cli, f, &L, &m, groups, &ng, &lines);
+				if (!g) {
+					g = &groups[ng++];
+					memset(g, 0, sizeof(*g));
+					g->lane = lane;
+					g->dir = json_str(ev, "direction")
+						     ? json_str(ev, "direction")
+						     : "";
+					g->method =
+					    json_str(ev, "method") ? json_str(ev, "method") : "";
+					g->flags = json_str(ev, "responseFlags")
+						       ? json_str(ev, "responseFlags")
+						       : "";
+					tl_json_int(ev, "status", &g->status);
+					g->failed = failed;
+					g->first = start;
+					g->ev = ev;
+				}
+				g->n++;
+				{
+					size_t k;
+
+					for (k = 0; k < g->npaths; k++)
+						if (strcmp(g->paths[k], path ? path : "") == 0)
+							break;
+					if (k == g->npaths && k < 3)
+						g->paths[g->npaths++] = path ? path : "";
+					else if (k == g->npaths)
+						g->more_paths = true;
+				}
+				if (start < g->first)
+					g->first = start;
+				if (start > g->last)
+					g->last = start;
+				if (!g->first_id)
+					g->first_id = json_str(ev, "requestId");
+				g->last_id = json_str(ev, "requestId");
+				continue;
+			}
+		}
+		/* an event that is not a request ends the runs before it */
+		flush_groups(cli, f, &L, &m, groups, &ng, &lines);
+		if (cli->show_failed && !req && !key) {
+			hidden++;
+			continue;
+		}
+		describe_event(ev, desc, sizeof(desc));
+		if (lane < 0 && c)
+			snprintf(suffix, sizeof(suffix), " (%s%s)", c,
+				 tl_model_ctr(&m, c) >= 0 && m.ctr[tl_model_ctr(&m, c)].sandbox
+				     ? ", the sandbox"
+				     : "");
+		else if (lane < 0)
+			snprintf(suffix, sizeof(suffix),
+				 " (no container: the sandbox, or not attributed)");
+		if (!t)
+			snprintf(suffix + strlen(suffix), sizeof(suffix) - strlen(suffix),
+				 " [time \"%.40s\"]",
+				 json_str(ev, "time") ? json_str(ev, "time") : "missing");
+		if (key && req && t) {
+			int64_t start = t;
+
+			if (json_str(ev, "start"))
+				tl_time_parse(json_str(ev, "start"), &start);
+			snprintf(suffix + strlen(suffix), sizeof(suffix) - strlen(suffix), "  %s",
+				 start == km.first_fail && start == km.last_fail
+				     ? "<- the failed request"
+				 : start == km.first_fail ? "<- first failed"
+							  : "<- last failed");
+		}
+		row(cli, f, &L, key, fmt_offset(off, t, m.ref_ns), lane,
+		    lane < 0 ? col(cli, "dim") : color_of(cli, ev), desc, suffix);
+		lines++;
+	}
+	flush_groups(cli, f, &L, &m, groups, &ng, &lines);
+	if (hidden && cli->show_failed)
+		fprintf(f, "(%zu other events not shown: --all lists them)\n", hidden);
 	tl_model_done(&m);
 	return EXIT_FOUND;
 }
 
 int cmd_show(struct cli *cli)
 {
-	struct json_object *doc;
+	struct json_object *doc, *fs = NULL;
 	int r;
 
-	if (cli->nargs != 1) {
-		cli_err(cli, "show takes one NAMESPACE/POD");
-		return EXIT_USAGE;
-	}
-	if (cli->output && strcmp(cli->output, "text") && strcmp(cli->output, "json")) {
-		cli_err(cli, "show: -o text or json");
-		return EXIT_USAGE;
-	}
-	r = load_doc(cli, cli->args[0], &doc);
+	r = load_doc(cli, cli->args[0], &doc, false, NULL);
 	if (r != EXIT_FOUND)
 		return r;
-	if (cli->output && strcmp(cli->output, "json") == 0)
-		r = print_json(stdout, doc) < 0 ? EXIT_USAGE : EXIT_FOUND;
-	else
-		r = show_text(cli, stdout, doc);
+	if (!output_is(cli, "text")) {
+		r = print_structured(cli, doc);
+	} else if (doc_escape(doc) < 0 || doc_findings(doc, &fs) < 0) {
+		cli_err(cli, "%s: not a timeline document", tx(cli->args[0]));
+		r = EXIT_USAGE;
+	} else {
+		r = show_text(cli, stdout, doc, fs);
+	}
+	json_object_put(fs);
 	json_object_put(doc);
 	return r;
 }

@@ -2,9 +2,13 @@
 /* Where timeline documents come from: a state dir (--from DIR), one agent
  * (--from http://HOST:PORT), or by default every agent through the API
  * server's pod proxy, found with the kubeconfig (docs/cli.md). Blocking
- * HTTP on libcurl's easy API: the CLI has nothing else to do meanwhile. */
+ * HTTP on libcurl's easy API, each request bounded by --request-timeout:
+ * the CLI has nothing else to do meanwhile. Errors say who failed (the
+ * API server, the agent on a node, a state dir) and what to run next;
+ * the URL and the answer are for -v. */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,33 +20,64 @@
 
 #include "cli.h"
 #include "clock.h"
-#include "errmsg.h"
 #include "fileio.h"
-#include "kubeconfig.h"
-#include "termline-config.h"
 #include "kube-creds.h"
+#include "kubeconfig.h"
+#include "term-escape.h"
+#include "termline-config.h"
 
 /* Limits on what a peer (an agent, the API server, a state dir) may hand us. */
 #define DOC_MAX (64u << 20)  /* one timeline document */
 #define LIST_MAX (16u << 20) /* a list answer */
 #define DOCS_MAX 5000	     /* documents read per command */
-#define HTTP_TIMEOUT_S 30L
+#define KUBECONFIG_FILES_MAX 64
 #define AGENT_NAMESPACE "termline"
+#define AGENT_LABEL "app.kubernetes.io/component=agent"
 #define AGENT_SELECTOR "app.kubernetes.io/component%%3Dagent" /* pasted into a format */
 #define AGENT_PORT 9440
+#define AGENTS_CMD "kubectl -n " AGENT_NAMESPACE " get pods -o wide -l " AGENT_LABEL
 
 enum kind { SRC_DIR, SRC_URL, SRC_KUBE };
 
 struct source {
 	enum kind kind;
+	const struct cli *cli;
 	char *dir;		  /* SRC_DIR */
 	char *url;		  /* SRC_URL, no trailing slash */
 	struct tl_kubeconfig *kc; /* SRC_KUBE */
 	struct tl_kube_auth *auth; /* its credentials */
 	CURL *easy;
-	char agent_for_node[256]; /* cache: the last node's agent */
-	char agent_node[256];
 };
+
+/* Who a request goes to, for the messages. */
+enum whom_kind { W_API, W_PROXY, W_AGENT };
+struct whom {
+	enum whom_kind kind;
+	const char *agent, *node; /* W_PROXY */
+};
+
+static __attribute__((format(printf, 3, 4))) void set(char *buf, size_t len, const char *fmt, ...)
+{
+	char raw[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	/* every part may quote a name, a URL or an answer */
+	tl_term_escape(buf, len, raw, strlen(raw));
+}
+
+void report(const struct cli *cli, const struct src_err *e)
+{
+	cli_err(cli, "%s", e->msg[0] ? e->msg : "failed");
+	if (e->hint[0])
+		fprintf(stderr, "  next: %s\n", e->hint);
+	if (e->detail[0] && cli->verbose > 0)
+		fprintf(stderr, "  %s\n", e->detail);
+	else if (e->detail[0])
+		fprintf(stderr, "  (-v 1 shows the request and the answer)\n");
+}
 
 void source_free(struct source *s)
 {
@@ -57,14 +92,57 @@ void source_free(struct source *s)
 	free(s);
 }
 
-int source_open(const struct cli *cli, struct source **ret, char *err, size_t errlen)
+static int open_kube(struct source *s, const struct cli *cli, struct src_err *e)
+{
+	const struct tl_kubeconfig_select sel = {cli->context, cli->cluster, cli->user};
+	const char *paths[KUBECONFIG_FILES_MAX];
+	const char *env = getenv("KUBECONFIG");
+	char def[4096], *list = NULL, err[1024] = "";
+	size_t n = 0;
+	int r;
+
+	if (cli->kubeconfig) {
+		paths[n++] = cli->kubeconfig;
+	} else if (env && *env) {
+		/* kubectl: $KUBECONFIG lists files, merged in order */
+		list = strdup(env);
+		if (!list)
+			return -ENOMEM;
+		for (char *save = NULL, *p = strtok_r(list, ":", &save);
+		     p && n < KUBECONFIG_FILES_MAX; p = strtok_r(NULL, ":", &save))
+			if (*p)
+				paths[n++] = p;
+	}
+	if (!n) {
+		const char *home = getenv("HOME");
+
+		snprintf(def, sizeof(def), "%s/.kube/config", home ? home : "");
+		paths[n++] = def;
+	}
+	r = tl_kubeconfig_load_merged(paths, n, &sel, &s->kc, err, sizeof(err));
+	free(list);
+	if (r < 0) {
+		set(e->msg, sizeof(e->msg), "%s", err);
+		if (cli->context && strstr(err, "contexts"))
+			set(e->hint, sizeof(e->hint), "kubectl config get-contexts");
+		else if (r == -ENOENT && !strstr(err, "key "))
+			set(e->hint, sizeof(e->hint),
+			    "--kubeconfig FILE, or --from DIR|URL to read an agent or a state dir");
+		return r;
+	}
+	return 0;
+}
+
+int source_open(const struct cli *cli, struct source **ret, struct src_err *e)
 {
 	struct source *s = calloc(1, sizeof(*s));
 	struct stat st;
 	int r;
 
+	memset(e, 0, sizeof(*e));
 	if (!s)
 		return -ENOMEM;
+	s->cli = cli;
 	if (cli->from &&
 	    (strncmp(cli->from, "http://", 7) == 0 || strncmp(cli->from, "https://", 8) == 0)) {
 		size_t n;
@@ -81,7 +159,10 @@ int source_open(const struct cli *cli, struct source **ret, char *err, size_t er
 	} else if (cli->from) {
 		s->kind = SRC_DIR;
 		if (stat(cli->from, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			tl_err(err, errlen, "--from %s: not a directory or http:// URL", cli->from);
+			set(e->msg, sizeof(e->msg), "--from %s: not a directory or http:// URL",
+			    cli->from);
+			set(e->hint, sizeof(e->hint),
+			    "a termlined state dir holds timelines/NS/POD_UID.json");
 			source_free(s);
 			return -ENOENT;
 		}
@@ -93,24 +174,13 @@ int source_open(const struct cli *cli, struct source **ret, char *err, size_t er
 		*ret = s;
 		return 0;
 	} else {
-		const char *path = cli->kubeconfig ? cli->kubeconfig : getenv("KUBECONFIG");
-		char def[4096];
-
 		s->kind = SRC_KUBE;
-		if (!path || !*path) {
-			const char *home = getenv("HOME");
-
-			snprintf(def, sizeof(def), "%s/.kube/config", home ? home : "");
-			path = def;
-		}
-		/* $KUBECONFIG may list files; the first is the one we read */
-		if (strchr(path, ':')) {
-			snprintf(def, sizeof(def), "%.*s", (int)(strchr(path, ':') - path), path);
-			path = def;
-		}
-		r = tl_kubeconfig_load(path, &s->kc, err, errlen);
-		if (r == 0)
+		r = open_kube(s, cli, e);
+		if (r == 0) {
 			r = tl_kube_auth_new(s->kc, &s->auth);
+			if (r < 0)
+				set(e->msg, sizeof(e->msg), "kubeconfig: credentials: %s", strerror(-r));
+		}
 		if (r < 0) {
 			source_free(s);
 			return r;
@@ -170,21 +240,62 @@ static size_t write_cb(char *data, size_t sz, size_t nmemb, void *ud)
 		}                                                                                  \
 	} while (0)
 
-/* GET base+path; *ret is the parsed body of a 200. -ENOENT on 404, else
- * -errno with err naming the URL. */
-static int http_get_json(struct source *s, const char *path, size_t max, struct json_object **ret,
-			 char *err, size_t errlen)
+static void who(const struct source *s, const struct whom *w, char *buf, size_t len)
 {
+	if (w->kind == W_API)
+		snprintf(buf, len, "the API server (%s)", s->kc->server);
+	else if (w->kind == W_PROXY)
+		snprintf(buf, len, "the termline agent %s/%s%s%s", AGENT_NAMESPACE, w->agent,
+			 w->node ? " on node " : "", w->node ? w->node : "");
+	else
+		snprintf(buf, len, "the termline agent at %s", s->url);
+}
+
+static void next_step(const struct source *s, const struct whom *w, long code, struct src_err *e)
+{
+	const struct cli *cli = s->cli;
+	char ctx[300] = "";
+
+	if (cli->context)
+		snprintf(ctx, sizeof(ctx), " --context %s", cli->context);
+	if (code == 401)
+		set(e->hint, sizeof(e->hint),
+		    "kubectl%s auth whoami (are the credentials current?)", ctx);
+	else if (code == 403)
+		set(e->hint, sizeof(e->hint),
+		    "kubectl%s auth can-i get pods/proxy -n " AGENT_NAMESPACE
+		    " (manifests/user-rbac.yaml grants what the CLI needs)",
+		    ctx);
+	else if (w->kind == W_API)
+		set(e->hint, sizeof(e->hint), "kubectl%s cluster-info (is this the right context?)",
+		    ctx);
+	else if (w->kind == W_PROXY)
+		set(e->hint, sizeof(e->hint),
+		    "kubectl%s -n " AGENT_NAMESPACE " logs %s; " AGENTS_CMD, ctx, w->agent);
+	else
+		set(e->hint, sizeof(e->hint), "curl %s/healthz (is termlined listening there?)",
+		    s->url);
+}
+
+/* GET base+path; *ret is the parsed body of a 200. -ENOENT on the agent's
+ * 404 (nothing of that name); else -errno with e. */
+static int http_get_json(struct source *s, const struct whom *w, const char *path, size_t max,
+			 struct json_object **ret, struct src_err *e)
+{
+	const struct cli *cli = s->cli;
 	struct curl_slist *hdrs = NULL;
 	struct buf b = {.max = max};
 	char *url = NULL, *auth = NULL, *connect_to = NULL, ebuf[CURL_ERROR_SIZE] = "";
+	char whom[512];
 	struct curl_slist *ct = NULL;
 	const char *base = s->kind == SRC_URL ? s->url : s->kc->server;
 	struct json_tokener *tok = NULL;
+	struct timespec t0, t1;
 	long code = 0;
 	CURLcode cr;
 	int r;
 
+	who(s, w, whom, sizeof(whom));
 	curl_easy_reset(s->easy);
 	if (asprintf(&url, "%s%s", base, path) < 0)
 		return -ENOMEM;
@@ -196,13 +307,14 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 	SETOPT(s->easy, CURLOPT_USERAGENT, "kubectl-termline/" TERMLINE_VERSION);
 	SETOPT(s->easy, CURLOPT_PROTOCOLS_STR, "http,https");
 	SETOPT(s->easy, CURLOPT_FOLLOWLOCATION, 0L);
-	SETOPT(s->easy, CURLOPT_TIMEOUT, HTTP_TIMEOUT_S);
-	SETOPT(s->easy, CURLOPT_CONNECTTIMEOUT, 10L);
+	/* --request-timeout bounds the whole request, a silent agent included */
+	SETOPT(s->easy, CURLOPT_TIMEOUT_MS, cli->timeout_ms);
+	SETOPT(s->easy, CURLOPT_CONNECTTIMEOUT_MS,
+	       cli->timeout_ms && cli->timeout_ms < 10000 ? cli->timeout_ms : 10000L);
 	if (s->kind == SRC_KUBE) {
 		const struct tl_kubeconfig *kc = s->kc;
 		const struct tl_kube_creds *cr_ = NULL;
 		char cerr[512] = "";
-
 		struct timespec ts;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -210,7 +322,7 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 		    s->auth, false, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000, &cr_,
 		    cerr, sizeof(cerr));
 		if (r < 0) {
-			tl_err(err, errlen, "%s", cerr);
+			set(e->msg, sizeof(e->msg), "%s", cerr);
 			goto out;
 		}
 		if (kc->tls_server_name) {
@@ -270,6 +382,7 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 		}
 		if (cr_ && cr_->token) {
 			if (asprintf(&auth, "Authorization: Bearer %s", cr_->token) < 0) {
+				auth = NULL;
 				r = -ENOMEM;
 				goto out;
 			}
@@ -290,29 +403,72 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 		hdrs = h;
 	}
 	SETOPT(s->easy, CURLOPT_HTTPHEADER, hdrs);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	cr = curl_easy_perform(s->easy);
-	if (cr != CURLE_OK) {
-		tl_err(err, errlen, "GET %s: %s", url,
-		       b.over	 ? "answer larger than the limit"
-		       : ebuf[0] ? ebuf
-				 : curl_easy_strerror(cr));
-		r = b.over ? -EFBIG : -EHOSTUNREACH;
-		goto out;
-	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK)
 		code = 0;
-	if (code == 404) {
-		tl_err(err, errlen, "GET %s: 404 not found", url);
-		r = -ENOENT;
+	if (cli->verbose >= 6) /* kubectl's -v=6: every request with its status */
+		fprintf(stderr, "GET %s %ld in %lld ms\n", tx(url), code,
+			(long long)((t1.tv_sec - t0.tv_sec) * 1000 +
+				    (t1.tv_nsec - t0.tv_nsec) / 1000000));
+	if (cr != CURLE_OK) {
+		if (cr == CURLE_OPERATION_TIMEDOUT)
+			set(e->msg, sizeof(e->msg),
+			    "%s did not answer within %.3g s (--request-timeout)", whom,
+			    (double)cli->timeout_ms / 1000);
+		else if (b.over)
+			set(e->msg, sizeof(e->msg), "%s answered more than %zu MiB: not read", whom,
+			    max >> 20);
+		else
+			set(e->msg, sizeof(e->msg), "cannot reach %s: %s", whom,
+			    ebuf[0] ? ebuf : curl_easy_strerror(cr));
+		set(e->detail, sizeof(e->detail), "GET %s: %s", url,
+		    ebuf[0] ? ebuf : curl_easy_strerror(cr));
+		next_step(s, w, 0, e);
+		r = b.over ? -EFBIG : cr == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
 		goto out;
 	}
+	if (code == 404) {
+		/* the API server's own 404 is a Status; through the pod proxy
+		 * it means the agent's Pod is gone, not that it lacks a timeline */
+		struct json_object *st = w->kind == W_PROXY && b.p ? json_tokener_parse(b.p) : NULL;
+		bool status = json_str(st, "kind") && strcmp(json_str(st, "kind"), "Status") == 0;
+
+		json_object_put(st);
+		if (!status) {
+			set(e->msg, sizeof(e->msg), "%s: not found", path);
+			r = -ENOENT;
+			goto out;
+		}
+	}
 	if (code != 200) {
-		tl_err(err, errlen, "GET %s: HTTP %ld%s%.200s", url, code, b.n ? ": " : "",
-		       b.n ? b.p : "");
-		for (char *p = err; *p; p++)
-			if (*p == '\n' || *p == '\r')
-				*p = ' ';
-		r = -EPROTO;
+		char reason[200] = "";
+		struct json_object *st = b.p ? json_tokener_parse(b.p) : NULL;
+
+		/* a Status' message, else the agent's {"error": ...} */
+		if (json_str(st, "message"))
+			snprintf(reason, sizeof(reason), ": %.180s", json_str(st, "message"));
+		else if (json_str(st, "error"))
+			snprintf(reason, sizeof(reason), ": %.180s", json_str(st, "error"));
+		json_object_put(st);
+		if (w->kind == W_PROXY && (code == 401 || code == 403))
+			set(e->msg, sizeof(e->msg),
+			    "the API server refused to proxy to %s (HTTP %ld%s)", whom, code,
+			    reason);
+		else if (w->kind == W_PROXY)
+			set(e->msg, sizeof(e->msg),
+			    "%s did not answer through the API server (HTTP %ld%s)", whom, code,
+			    reason);
+		else if (w->kind == W_API && (code == 401 || code == 403))
+			set(e->msg, sizeof(e->msg), "%s refused the request (HTTP %ld%s)", whom,
+			    code, reason);
+		else
+			set(e->msg, sizeof(e->msg), "%s answered HTTP %ld%s", whom, code, reason);
+		set(e->detail, sizeof(e->detail), "GET %s -> HTTP %ld: %.1200s", url, code,
+		    b.p ? b.p : "");
+		next_step(s, w, code, e);
+		r = code == 401 || code == 403 ? -EACCES : -EPROTO;
 		goto out;
 	}
 	tok = json_tokener_new();
@@ -324,7 +480,9 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 	if (!*ret || json_tokener_get_error(tok) != json_tokener_success) {
 		json_object_put(*ret);
 		*ret = NULL;
-		tl_err(err, errlen, "GET %s: the answer is not JSON", url);
+		set(e->msg, sizeof(e->msg), "%s answered something that is not JSON", whom);
+		set(e->detail, sizeof(e->detail), "GET %s -> %.1200s", url, b.p ? b.p : "");
+		next_step(s, w, 0, e);
 		r = -EBADMSG;
 		goto out;
 	}
@@ -380,8 +538,7 @@ static int64_t doc_start(struct json_object *doc)
 	return ns;
 }
 
-static bool keep(struct json_object *doc, const char *ns, const char *okind, const char *oname,
-		 int64_t since)
+static bool keep(struct json_object *doc, const char *ns, const char *okind, const char *oname)
 {
 	const char *dns = json_str(json_path(doc, "pod"), "namespace");
 	struct json_object *owner = json_path(doc, "pod.owner");
@@ -393,8 +550,6 @@ static bool keep(struct json_object *doc, const char *ns, const char *okind, con
 	if (okind && (!json_str(owner, "kind") || strcmp(json_str(owner, "kind"), okind) != 0))
 		return false;
 	if (oname && (!json_str(owner, "name") || strcmp(json_str(owner, "name"), oname) != 0))
-		return false;
-	if (since && doc_start(doc) < since)
 		return false;
 	return true;
 }
@@ -440,7 +595,7 @@ static int read_doc(const char *path, struct json_object **ret)
 }
 
 /* STATE/timelines/NS/NAME_UID.json (and _unknown/UID.json) */
-static int dir_list(struct source *s, struct json_object *out, char *err, size_t errlen)
+static int dir_list(struct source *s, struct json_object *out, struct src_err *e)
 {
 	char top[4096];
 	DIR *d, *sub;
@@ -452,8 +607,8 @@ static int dir_list(struct source *s, struct json_object *out, char *err, size_t
 	if (!d) {
 		if (errno == ENOENT)
 			return 0; /* a state dir with nothing closed yet */
-		r = -errno; /* before the message: formatting may change errno */
-		tl_err(err, errlen, "%s: %s", top, strerror(-r));
+		r = -errno;	  /* before the message: formatting may change errno */
+		set(e->msg, sizeof(e->msg), "%s: %s", top, strerror(-r));
 		return r;
 	}
 	while (r == 0 && (de = readdir(d))) {
@@ -484,39 +639,56 @@ static int dir_list(struct source *s, struct json_object *out, char *err, size_t
 	return r;
 }
 
-/* One agent's /v1/timelines, then each document. The agent may not filter
- * (the filters are an addition to its API, docs/http-api.md): pass them,
- * and filter here. Only the documents it lists are fetched. */
-static int agent_list(struct source *s, const char *prefix, const char *ns, const char *okind,
-		      const char *oname, int64_t since, struct json_object *out, char *err,
-		      size_t errlen)
+/* One agent's /v1/timelines entries (namespace, name, uid). The agent may
+ * not filter (the filters are an addition to its API, docs/http-api.md):
+ * pass them, and filter here. */
+static int agent_entries(struct source *s, const struct whom *w, const char *prefix, const char *ns,
+			 const char *okind, const char *oname, struct json_object **ret,
+			 struct src_err *e)
 {
 	struct json_object *lst = NULL, *arr;
-	char path[2048], e1[256], e2[256], e3[512], tbuf[TL_TIME_STRLEN];
+	char path[2048], e1[256], e2[256], e3[512];
 	int r;
 
 	if ((ns && seg(s->easy, ns, e1, sizeof(e1)) < 0) ||
 	    (okind && seg(s->easy, okind, e2, sizeof(e2)) < 0) ||
 	    (oname && seg(s->easy, oname, e3, sizeof(e3)) < 0))
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/v1/timelines?detail=false%s%s%s%s%s%s%s%s", prefix,
+	snprintf(path, sizeof(path), "%s/v1/timelines?detail=false%s%s%s%s%s%s", prefix,
 		 ns ? "&namespace=" : "", ns ? e1 : "", okind ? "&ownerKind=" : "", okind ? e2 : "",
-		 oname ? "&ownerName=" : "", oname ? e3 : "", since ? "&since=" : "",
-		 since ? tl_time_format(since, tbuf) : "");
-	r = http_get_json(s, path, LIST_MAX, &lst, err, errlen);
+		 oname ? "&ownerName=" : "", oname ? e3 : "");
+	r = http_get_json(s, w, path, LIST_MAX, &lst, e);
+	if (r == -ENOENT) {
+		set(e->msg, sizeof(e->msg), "%s/v1/timelines: not found: not a termline agent?",
+		    prefix);
+		return -EPROTO;
+	}
 	if (r < 0)
 		return r;
 	if (!json_object_object_get_ex(lst, "timelines", &arr) ||
 	    !json_object_is_type(arr, json_type_array)) {
-		tl_err(err, errlen, "GET %s: no \"timelines\" array", path);
+		set(e->msg, sizeof(e->msg), "GET %s: no \"timelines\" array", path);
 		json_object_put(lst);
 		return -EBADMSG;
 	}
-	for (size_t i = 0; i < json_object_array_length(arr) && r == 0; i++) {
+	*ret = json_object_get(arr);
+	json_object_put(lst);
+	return 0;
+}
+
+/* The documents an agent lists. Only the ones it lists are fetched. */
+static int agent_list(struct source *s, const struct whom *w, const char *prefix, const char *ns,
+		      const char *okind, const char *oname, struct json_object *out,
+		      struct src_err *e)
+{
+	struct json_object *arr = NULL;
+	int r = agent_entries(s, w, prefix, ns, okind, oname, &arr, e);
+
+	for (size_t i = 0; r == 0 && i < json_object_array_length(arr); i++) {
 		struct json_object *t = json_object_array_get_idx(arr, i), *doc = NULL;
 		const char *tns = json_str(t, "namespace"), *name = json_str(t, "name"),
 			   *uid = json_str(t, "uid");
-		char a[256], b[512], c[256];
+		char a[256], b[512], c[256], path[2048];
 
 		if (!tns || !name || !uid || (ns && strcmp(tns, ns) != 0))
 			continue;
@@ -526,7 +698,7 @@ static int agent_list(struct source *s, const char *prefix, const char *ns, cons
 			break;
 		}
 		snprintf(path, sizeof(path), "%s/v1/timelines/%s/%s?uid=%s", prefix, a, b, c);
-		r = http_get_json(s, path, DOC_MAX, &doc, err, errlen);
+		r = http_get_json(s, w, path, DOC_MAX, &doc, e);
 		if (r == -ENOENT) { /* gone meanwhile */
 			r = 0;
 			continue;
@@ -534,16 +706,16 @@ static int agent_list(struct source *s, const char *prefix, const char *ns, cons
 		if (r == 0)
 			r = add_doc(out, doc);
 	}
-	json_object_put(lst);
+	json_object_put(arr);
 	return r;
 }
 
 /* The agent Pods (namespace termline, the DaemonSet's labels), optionally
- * only the one on node. Returns an array of pod names. */
-static int agents(struct source *s, const char *node, struct json_object **ret, char *err,
-		  size_t errlen)
+ * only the one on node: an array of {"name", "node"}. */
+static int agents(struct source *s, const char *node, struct json_object **ret, struct src_err *e)
 {
-	struct json_object *lst, *items, *names;
+	static const struct whom api = {W_API, NULL, NULL};
+	struct json_object *lst, *items, *out;
 	char path[1024], enode[300];
 	int r;
 
@@ -552,72 +724,90 @@ static int agents(struct source *s, const char *node, struct json_object **ret, 
 	snprintf(path, sizeof(path),
 		 "/api/v1/namespaces/" AGENT_NAMESPACE "/pods?labelSelector=" AGENT_SELECTOR "%s%s",
 		 node ? "&fieldSelector=spec.nodeName%3D" : "", node ? enode : "");
-	r = http_get_json(s, path, LIST_MAX, &lst, err, errlen);
+	r = http_get_json(s, &api, path, LIST_MAX, &lst, e);
+	if (r == -ENOENT) /* no namespace termline: no agents */
+		lst = json_object_new_object(), r = lst ? 0 : -ENOMEM;
 	if (r < 0)
 		return r;
-	names = json_object_new_array();
-	if (!names) {
+	out = json_object_new_array();
+	if (!out) {
 		json_object_put(lst);
 		return -ENOMEM;
 	}
 	if (json_object_object_get_ex(lst, "items", &items) &&
 	    json_object_is_type(items, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(items); i++) {
-			struct json_object *p = json_object_array_get_idx(items, i);
+			struct json_object *p = json_object_array_get_idx(items, i), *a;
 			const char *n = json_str(json_path(p, "metadata"), "name");
 			const char *pn = json_str(json_path(p, "spec"), "nodeName");
 
 			if (!n || (node && (!pn || strcmp(pn, node) != 0)))
 				continue;
-			if (json_object_array_add(names, json_object_new_string(n)) < 0) {
-				json_object_put(names);
+			a = json_object_new_object();
+			if (!a || json_object_array_add(out, a) < 0 ||
+			    json_object_object_add(a, "name", json_object_new_string(n)) < 0 ||
+			    (pn &&
+			     json_object_object_add(a, "node", json_object_new_string(pn)) < 0)) {
+				json_object_put(a);
+				json_object_put(out);
 				json_object_put(lst);
 				return -ENOMEM;
 			}
 		}
 	json_object_put(lst);
-	*ret = names;
+	*ret = out;
 	return 0;
 }
 
-static int proxy_prefix(struct source *s, const char *agent, char *out, size_t len)
+static int proxy_of(struct source *s, struct json_object *agent, struct whom *w, char *prefix,
+		    size_t len)
 {
 	char a[300];
 
-	if (seg(s->easy, agent, a, sizeof(a)) < 0)
+	w->kind = W_PROXY;
+	w->agent = json_str(agent, "name");
+	w->node = json_str(agent, "node");
+	if (!w->agent || seg(s->easy, w->agent, a, sizeof(a)) < 0)
 		return -ENOMEM;
-	snprintf(out, len, "/api/v1/namespaces/" AGENT_NAMESPACE "/pods/%s:%d/proxy", a,
+	snprintf(prefix, len, "/api/v1/namespaces/" AGENT_NAMESPACE "/pods/%s:%d/proxy", a,
 		 AGENT_PORT);
 	return 0;
 }
 
+static int collect(struct source *s, const char *ns, const char *okind, const char *oname,
+		   struct json_object *all, struct src_err *e)
+{
+	static const struct whom direct = {W_AGENT, NULL, NULL};
+	struct json_object *list = NULL;
+	int r;
+
+	if (s->kind == SRC_DIR)
+		return dir_list(s, all, e);
+	if (s->kind == SRC_URL)
+		return agent_list(s, &direct, "", ns, okind, oname, all, e);
+	r = agents(s, NULL, &list, e);
+	for (size_t i = 0; r == 0 && i < json_object_array_length(list); i++) {
+		char prefix[512];
+		struct whom w;
+
+		r = proxy_of(s, json_object_array_get_idx(list, i), &w, prefix, sizeof(prefix));
+		if (r == 0)
+			r = agent_list(s, &w, prefix, ns, okind, oname, all, e);
+	}
+	json_object_put(list);
+	return r;
+}
+
 int source_list(struct source *s, const char *ns, const char *okind, const char *oname,
-		int64_t since, struct json_object **ret, char *err, size_t errlen)
+		struct json_object **ret, struct src_err *e)
 {
 	struct json_object *all = json_object_new_array(), *out = NULL;
-	int r = 0;
+	int r;
 
+	memset(e, 0, sizeof(*e));
 	if (!all)
 		return -ENOMEM;
-	if (s->kind == SRC_DIR) {
-		r = dir_list(s, all, err, errlen);
-	} else if (s->kind == SRC_URL) {
-		r = agent_list(s, "", ns, okind, oname, since, all, err, errlen);
-	} else {
-		struct json_object *names = NULL;
-
-		r = agents(s, NULL, &names, err, errlen);
-		for (size_t i = 0; r == 0 && i < json_object_array_length(names); i++) {
-			char prefix[512];
-
-			r = proxy_prefix(
-			    s, json_object_get_string(json_object_array_get_idx(names, i)), prefix,
-			    sizeof(prefix));
-			if (r == 0)
-				r = agent_list(s, prefix, ns, okind, oname, since, all, err, errlen);
-		}
-		json_object_put(names);
-	}
+	r = collect(s, ns, okind, oname, all, e);
 	if (r < 0)
 		goto fail;
 	out = json_object_new_array();
@@ -628,7 +818,7 @@ int source_list(struct source *s, const char *ns, const char *okind, const char 
 	for (size_t i = 0; i < json_object_array_length(all); i++) {
 		struct json_object *d = json_object_array_get_idx(all, i);
 
-		if (keep(d, ns, okind, oname, since) &&
+		if (keep(d, ns, okind, oname) &&
 		    json_object_array_add(out, json_object_get(d)) < 0) {
 			json_object_put(d);
 			r = -ENOMEM;
@@ -645,12 +835,225 @@ fail:
 	return r;
 }
 
-int source_get(struct source *s, const char *ns, const char *name, struct json_object **ret,
-	       char *err, size_t errlen)
+/* ---- one Pod, and why it was not found ---- */
+
+/* The namespaces other than ns in which the source has a timeline of a Pod
+ * named name, and every namespace with a timeline, as ", "-joined text. */
+struct others {
+	char with_name[256];
+	char any[256];
+	size_t n_with_name;
+};
+
+static void add_ns(char *buf, size_t len, const char *ns)
 {
+	size_t n = strlen(buf);
+	char pat[300];
+
+	snprintf(pat, sizeof(pat), "%s,", ns);
+	if (strstr(buf, pat) == buf)
+		return;
+	snprintf(pat, sizeof(pat), ", %s,", ns);
+	if (strstr(buf, pat))
+		return;
+	snprintf(buf + n, len - n, "%s%s,", n ? " " : "", ns);
+}
+
+static void others_of(struct source *s, const char *ns, const char *name, struct others *o)
+{
+	struct json_object *entries = json_object_new_array();
+	struct src_err ignored;
+
+	memset(o, 0, sizeof(*o));
+	if (!entries)
+		return;
+	if (s->kind == SRC_DIR) {
+		struct json_object *docs = json_object_new_array();
+
+		if (docs && dir_list(s, docs, &ignored) == 0)
+			for (size_t i = 0; i < json_object_array_length(docs); i++) {
+				struct json_object *p = json_path(
+						       json_object_array_get_idx(docs, i), "pod"),
+						   *x = json_object_new_object();
+
+				if (!x || json_object_array_add(entries, x) < 0) {
+					json_object_put(x);
+					break;
+				}
+				json_object_object_add(x, "namespace",
+						       json_object_get(json_path(p, "namespace")));
+				json_object_object_add(x, "name",
+						       json_object_get(json_path(p, "name")));
+			}
+		json_object_put(docs);
+	} else if (s->kind == SRC_URL) {
+		static const struct whom direct = {W_AGENT, NULL, NULL};
+		struct json_object *arr = NULL;
+
+		if (agent_entries(s, &direct, "", NULL, NULL, NULL, &arr, &ignored) == 0) {
+			json_object_put(entries);
+			entries = arr;
+		}
+	} else {
+		struct json_object *list = NULL;
+
+		if (agents(s, NULL, &list, &ignored) == 0)
+			for (size_t i = 0; i < json_object_array_length(list); i++) {
+				struct json_object *arr = NULL;
+				char prefix[512];
+				struct whom w;
+
+				if (proxy_of(s, json_object_array_get_idx(list, i), &w, prefix,
+					     sizeof(prefix)) < 0 ||
+				    agent_entries(s, &w, prefix, NULL, NULL, NULL, &arr, &ignored) <
+					0)
+					continue;
+				for (size_t k = 0; k < json_object_array_length(arr); k++)
+					json_object_array_add(
+					    entries,
+					    json_object_get(json_object_array_get_idx(arr, k)));
+				json_object_put(arr);
+			}
+		json_object_put(list);
+	}
+	for (size_t i = 0; i < json_object_array_length(entries); i++) {
+		struct json_object *x = json_object_array_get_idx(entries, i);
+		const char *xns = json_str(x, "namespace"), *xn = json_str(x, "name");
+
+		if (!xns)
+			continue;
+		add_ns(o->any, sizeof(o->any), xns);
+		if (xn && strcmp(xn, name) == 0 && strcmp(xns, ns) != 0) {
+			add_ns(o->with_name, sizeof(o->with_name), xns);
+			o->n_with_name++;
+		}
+	}
+	/* "a, b," -> "a, b" */
+	for (char *b = o->with_name; b; b = b == o->with_name ? o->any : NULL)
+		if (*b && b[strlen(b) - 1] == ',')
+			b[strlen(b) - 1] = 0;
+	json_object_put(entries);
+}
+
+static bool ns_in(const char *list, const char *ns)
+{
+	size_t n = strlen(ns);
+
+	for (const char *p = list; *p;) {
+		size_t k = strcspn(p, ",");
+
+		if (k == n && strncmp(p, ns, n) == 0)
+			return true;
+		p += k;
+		while (*p == ',' || *p == ' ')
+			p++;
+	}
+	return false;
+}
+
+/* Only one namespace in an others list: it, else NULL. */
+static const char *single(const char *list, char *buf, size_t len)
+{
+	if (!*list || strchr(list, ','))
+		return NULL;
+	snprintf(buf, len, "%s", list);
+	return buf;
+}
+
+static void not_found(struct source *s, const char *ns, const char *name, struct json_object *pod,
+		      size_t n_agents, struct src_err *e)
+{
+	const char *verb = s->cli->verb ? s->cli->verb->name : "show";
+	struct others o;
+	char one[256];
+
+	if (pod) {
+		const char *node = json_str(json_path(pod, "spec"), "nodeName");
+		bool deleting = json_path(pod, "metadata.deletionTimestamp") != NULL;
+
+		set(e->msg, sizeof(e->msg),
+		    "no timeline of %s/%s yet: the Pod %s on node %s, and %s has recorded nothing "
+		    "of it",
+		    ns, name, deleting ? "is terminating" : "is running (not deleted)",
+		    node ? node : "(none yet)",
+		    n_agents ? "the termline agent there" : "no termline agent runs there");
+		if (!n_agents)
+			set(e->hint, sizeof(e->hint),
+			    "%s (the DaemonSet: kubectl apply -k manifests/)", AGENTS_CMD);
+		else
+			set(e->hint, sizeof(e->hint),
+			    "kubectl termline %s %s/%s once it terminated; %s", verb, ns, name,
+			    AGENTS_CMD);
+		return;
+	}
+	others_of(s, ns, name, &o);
+	if (o.n_with_name) {
+		const char *n1 = single(o.with_name, one, sizeof(one));
+
+		set(e->msg, sizeof(e->msg),
+		    "no timeline of %s/%s; there is one of %s in namespace%s %s", ns, name, name,
+		    n1 ? "" : "s", o.with_name);
+		set(e->hint, sizeof(e->hint), "kubectl termline %s %s/%s", verb, n1 ? n1 : "NS",
+		    name);
+		return;
+	}
+	if (s->kind == SRC_KUBE) {
+		static const struct whom api = {W_API, NULL, NULL};
+		struct json_object *nso = NULL;
+		struct src_err ignored;
+		char path[600], a[300];
+
+		if (seg(s->easy, ns, a, sizeof(a)) == 0) {
+			snprintf(path, sizeof(path), "/api/v1/namespaces/%s", a);
+			/* only a clear 404 says the namespace does not exist: a
+			 * user without "get namespaces" learns nothing here */
+			if (http_get_json(s, &api, path, LIST_MAX, &nso, &ignored) == -ENOENT) {
+				set(e->msg, sizeof(e->msg), "namespace %s does not exist", ns);
+				set(e->hint, sizeof(e->hint), "kubectl get namespaces%s%s",
+				    *o.any ? "; timelines are in " : "", o.any);
+				return;
+			}
+			json_object_put(nso);
+		}
+		if (!n_agents) {
+			set(e->msg, sizeof(e->msg),
+			    "no timeline of %s/%s: no termline agent found (no Pod "
+			    "labelled " AGENT_LABEL " in namespace " AGENT_NAMESPACE ")",
+			    ns, name);
+			set(e->hint, sizeof(e->hint),
+			    "kubectl apply -k manifests/ (the DaemonSet)");
+			return;
+		}
+		set(e->msg, sizeof(e->msg),
+		    "no timeline of %s/%s: no such Pod, and none of the %zu termline agent%s has "
+		    "one",
+		    ns, name, n_agents, n_agents == 1 ? "" : "s");
+	} else {
+		const char *where = s->kind == SRC_DIR ? s->dir : s->url;
+
+		if (ns_in(o.any, ns))
+			set(e->msg, sizeof(e->msg), "no timeline of %s/%s in %s", ns, name, where);
+		else
+			set(e->msg, sizeof(e->msg),
+			    "no timeline of %s/%s in %s: none in namespace %s at all", ns, name,
+			    where, ns);
+	}
+	if (*o.any)
+		set(e->hint, sizeof(e->hint), "kubectl termline list -A%s%s (timelines are in: %s)",
+		    s->cli->from ? " --from " : "", s->cli->from ? s->cli->from : "", o.any);
+	else
+		set(e->hint, sizeof(e->hint), "kubectl termline list -A%s%s",
+		    s->cli->from ? " --from " : "", s->cli->from ? s->cli->from : "");
+}
+
+int source_get(struct source *s, const char *ns, const char *name, struct json_object **ret,
+	       struct src_err *e)
+{
+	static const struct whom api = {W_API, NULL, NULL}, direct = {W_AGENT, NULL, NULL};
 	char a[300], b[600], path[2048];
 	int r;
 
+	memset(e, 0, sizeof(*e));
 	if (s->kind == SRC_DIR) {
 		struct json_object *all;
 
@@ -659,7 +1062,7 @@ int source_get(struct source *s, const char *ns, const char *name, struct json_o
 		 * _unknown/UID finds it */
 		bool unknown = strcmp(ns, "_unknown") == 0;
 
-		r = source_list(s, unknown ? NULL : ns, NULL, NULL, 0, &all, err, errlen);
+		r = source_list(s, unknown ? NULL : ns, NULL, NULL, &all, e);
 		if (r < 0)
 			return r;
 		for (size_t i = 0; i < json_object_array_length(all); i++) {
@@ -675,62 +1078,120 @@ int source_get(struct source *s, const char *ns, const char *name, struct json_o
 			}
 		}
 		json_object_put(all);
-		tl_err(err, errlen, "no timeline of %s/%s in %s", ns, name, s->dir);
+		not_found(s, ns, name, NULL, 0, e);
 		return -ENOENT;
 	}
 	if (seg(s->easy, ns, a, sizeof(a)) < 0 || seg(s->easy, name, b, sizeof(b)) < 0)
 		return -ENOMEM;
 	if (s->kind == SRC_URL) {
 		snprintf(path, sizeof(path), "/v1/timelines/%s/%s", a, b);
-		r = http_get_json(s, path, DOC_MAX, ret, err, errlen);
+		r = http_get_json(s, &direct, path, DOC_MAX, ret, e);
 		if (r == -ENOENT)
-			tl_err(err, errlen, "no timeline of %s/%s at %s", ns, name, s->url);
+			not_found(s, ns, name, NULL, 0, e);
 		return r;
 	}
 	/* the Pod's node, then that node's agent; a Pod already deleted is
 	 * looked for on every agent */
 	{
-		struct json_object *pod = NULL, *names = NULL;
+		struct json_object *pod = NULL, *list = NULL;
 		const char *node = NULL;
+		struct src_err first;
+		bool failed = false;
 
+		memset(&first, 0, sizeof(first));
 		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", a, b);
-		r = http_get_json(s, path, LIST_MAX, &pod, err, errlen);
+		r = http_get_json(s, &api, path, LIST_MAX, &pod, e);
 		if (r < 0 && r != -ENOENT)
 			return r;
 		if (pod)
 			node = json_str(json_path(pod, "spec"), "nodeName");
-		r = agents(s, node, &names, err, errlen);
-		json_object_put(pod);
-		if (r < 0)
+		r = agents(s, node, &list, e);
+		if (r < 0) {
+			json_object_put(pod);
 			return r;
+		}
 		r = -ENOENT;
-		for (size_t i = 0; i < json_object_array_length(names) && r == -ENOENT; i++) {
+		for (size_t i = 0; i < json_object_array_length(list) && r != 0; i++) {
 			char prefix[512];
+			struct whom w;
 
-			if (proxy_prefix(
-				s, json_object_get_string(json_object_array_get_idx(names, i)),
-				prefix, sizeof(prefix)) < 0) {
+			if (proxy_of(s, json_object_array_get_idx(list, i), &w, prefix,
+				     sizeof(prefix)) < 0) {
 				r = -ENOMEM;
 				break;
 			}
 			snprintf(path, sizeof(path), "%s/v1/timelines/%s/%s", prefix, a, b);
-			r = http_get_json(s, path, DOC_MAX, ret, err, errlen);
+			r = http_get_json(s, &w, path, DOC_MAX, ret, e);
+			if (r < 0 && r != -ENOENT && !failed) {
+				/* the timeline may be on this one: said if no
+				 * other agent has it */
+				first = *e;
+				failed = true;
+			}
+			if (r == -ENOMEM)
+				break;
 		}
-		if (r == -ENOENT)
-			tl_err(err, errlen, "no timeline of %s/%s on %s agent%s", ns, name,
-			       json_object_array_length(names) ? "any" : "no",
-			       json_object_array_length(names) ? "" : "s found");
-		json_object_put(names);
+		if (r != 0 && failed) {
+			*e = first;
+			r = -EHOSTUNREACH;
+		} else if (r == -ENOENT) {
+			memset(e, 0, sizeof(*e));
+			not_found(s, ns, name, pod, json_object_array_length(list), e);
+		}
+		json_object_put(pod);
+		json_object_put(list);
 		return r;
 	}
 }
 
-int source_api_get(struct source *s, const char *path, struct json_object **ret, char *err,
-		   size_t errlen)
+int source_api_get(struct source *s, const char *path, struct json_object **ret, struct src_err *e)
 {
+	static const struct whom api = {W_API, NULL, NULL};
+
+	memset(e, 0, sizeof(*e));
 	if (s->kind != SRC_KUBE) {
-		tl_err(err, errlen, "this needs the API server: use the kubeconfig, not --from");
+		set(e->msg, sizeof(e->msg),
+		    "this needs the API server: use the kubeconfig, not --from");
 		return -ENOTSUP;
 	}
-	return http_get_json(s, path, LIST_MAX, ret, err, errlen);
+	return http_get_json(s, &api, path, LIST_MAX, ret, e);
+}
+
+int load_doc(const struct cli *cli, const char *arg, struct json_object **ret, bool quiet,
+	     struct src_err *e)
+{
+	struct source *src = NULL;
+	struct src_err local;
+	char *ns = NULL, *name = NULL;
+	int r;
+
+	if (!e)
+		e = &local;
+	r = source_open(cli, &src, e);
+	if (r < 0) {
+		if (!e->msg[0])
+			set(e->msg, sizeof(e->msg), "%s", strerror(-r));
+		if (!quiet)
+			report(cli, e);
+		return EXIT_USAGE;
+	}
+	if (split_ns_name(arg, source_namespace(src, cli), &ns, &name) < 0) {
+		memset(e, 0, sizeof(*e));
+		set(e->msg, sizeof(e->msg), "%s: not NAMESPACE/POD, pod/POD or POD", arg);
+		if (!quiet)
+			report(cli, e);
+		source_free(src);
+		return EXIT_USAGE;
+	}
+	r = source_get(src, ns, name, ret, e);
+	source_free(src);
+	free(ns);
+	free(name);
+	if (r < 0 && !e->msg[0])
+		set(e->msg, sizeof(e->msg), "%s: %s", arg, strerror(-r));
+	if (r < 0 && !quiet)
+		report(cli, e);
+	if (r == -ENOENT)
+		return EXIT_NOT_FOUND;
+	return r < 0 ? EXIT_USAGE : EXIT_FOUND;
 }
