@@ -175,6 +175,7 @@ static void report(struct tl_http_tracker *t, struct conn *c, const struct pendi
 	x.conn_start_ns = c->open_ns;
 	x.conn_close = conn_close;
 	x.conn_no = &c->no;
+	x.conn_seq = c->no;
 	memcpy(x.method, p->method, sizeof(x.method));
 	memcpy(x.path, p->path, sizeof(x.path));
 	memcpy(x.id, p->id, sizeof(x.id));

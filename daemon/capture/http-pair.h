@@ -49,6 +49,7 @@ struct tl_http_exchange {
 	/* The connection's number for the consumer to give (0 until it does);
 	 * points into the tracker's connection, valid during the callback. */
 	uint32_t *conn_no;
+	uint32_t conn_seq;             /* the consumer's own copy of that number */
 };
 
 typedef void (*tl_http_exchange_cb)(void *userdata, const struct tl_http_exchange *x);

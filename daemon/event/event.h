@@ -64,8 +64,11 @@ enum tl_kind {
 	TL_KIND_HTTP_CAPTURE = 20,
 	/* --http-capture always, outside a Pod's windows: requests per second. */
 	TL_KIND_HTTP_SUMMARY = 21,
-	/* 22..: kinds added later. */
-	TL_KIND_MAX = 22,
+	/* Connections accepted by a Pod in its termination window, per peer
+	 * address and second (docs/http-capture.md). */
+	TL_KIND_TCP_ACCEPTED = 22,
+	/* 23..: kinds added later. */
+	TL_KIND_MAX = 23,
 };
 
 /* How a field is held in the event and written in JSON. */
@@ -89,7 +92,7 @@ enum tl_ftype {
 #define TL_KF_HIGH_RATE 0x4   /* can arrive at kernel rates; folded first past the cap */
 #define TL_KF_ENDS_POD 0x8    /* the Pod is gone: starts the timeline's linger */
 
-#define TL_FIELDS_MAX 12
+#define TL_FIELDS_MAX 16
 
 struct tl_field_info {
 	const char *name; /* JSON key */
@@ -123,10 +126,17 @@ enum { TL_F_EXIT_PID = 0, TL_F_EXIT_COMM, TL_F_EXIT_CODE, TL_F_EXIT_SIGNAL };
 enum { TL_F_LISTEN_ADDRESS = 0, TL_F_LISTEN_PORT };
 enum { TL_F_RESET_LOCAL = 0, TL_F_RESET_REMOTE };
 enum { TL_F_CGREMOVED_CGROUP = 0 };
-/* The design contract's http.request; error: why no response (capture side). */
+/* The design contract's http.request; error: why no response (capture side);
+ * peer, connStart, conn: the connection it came on (its remote end, when it
+ * was established, its number in the timeline); connClose: the response
+ * said "Connection: close". */
 enum { TL_F_HTTP_REQUEST_ID = 0, TL_F_HTTP_METHOD, TL_F_HTTP_PATH, TL_F_HTTP_STATUS,
        TL_F_HTTP_START, TL_F_HTTP_DURATION_MS, TL_F_HTTP_DIRECTION, TL_F_HTTP_RESPONSE_FLAGS,
-       TL_F_HTTP_ERROR };
+       TL_F_HTTP_ERROR, TL_F_HTTP_PEER, TL_F_HTTP_CONN_START, TL_F_HTTP_CONN,
+       TL_F_HTTP_CONN_CLOSE };
+/* tcp.accepted: count connections from peer (the first one's port) to the
+ * local port, the first at the event's time and the last at last. */
+enum { TL_F_ACC_PEER = 0, TL_F_ACC_PORT, TL_F_ACC_COUNT, TL_F_ACC_LAST };
 enum { TL_F_CAPTURE_STATE = 0, TL_F_CAPTURE_WINDOW };
 enum { TL_F_HSUM_INTERVAL_MS = 0, TL_F_HSUM_COUNT, TL_F_HSUM_FAILED, TL_F_HSUM_DIRECTION };
 enum { TL_F_AGG_TYPE = 0, TL_F_AGG_INTERVAL_MS, TL_F_AGG_COUNT, TL_F_AGG_FAILED };

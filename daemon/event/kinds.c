@@ -53,10 +53,11 @@ const struct tl_kind_info tl_kinds[TL_KIND_MAX] = {
 		{ F("local", ENDPOINT), F("remote", ENDPOINT) } },
 	[TL_KIND_POD_CGROUPS_REMOVED] = { "pod.cgroups_removed", TL_SRC_KERNEL, TL_KF_ENDS_POD, 1,
 		{ F("cgroup", STR) } },
-	[TL_KIND_HTTP_REQUEST] = { "http.request", TL_SRC_KERNEL, TL_KF_HIGH_RATE, 9,
+	[TL_KIND_HTTP_REQUEST] = { "http.request", TL_SRC_KERNEL, TL_KF_HIGH_RATE, 13,
 		{ F("requestId", ID), F("method", STR), F("path", STR), F("status", INT),
 		  F("start", TIME), F("durationMs", INT), F("direction", STR),
-		  F("responseFlags", STR), F("error", STR) } },
+		  F("responseFlags", STR), F("error", STR), F("peer", ENDPOINT),
+		  F("connStart", TIME), F("conn", INT), F("connClose", BOOL) } },
 	[TL_KIND_EVENTS_AGGREGATED] = { "events.aggregated", TL_SRC_KERNEL, 0, 4,
 		{ F("aggregatedType", STR), F("intervalMs", INT), F("count", INT),
 		  F("failed", INT) } },
@@ -69,6 +70,8 @@ const struct tl_kind_info tl_kinds[TL_KIND_MAX] = {
 		{ F("state", STR), F("window", STR) } },
 	[TL_KIND_HTTP_SUMMARY] = { "http.summary", TL_SRC_KERNEL, TL_KF_HIGH_RATE, 4,
 		{ F("intervalMs", INT), F("count", INT), F("failed", INT), F("direction", STR) } },
+	[TL_KIND_TCP_ACCEPTED] = { "tcp.accepted", TL_SRC_KERNEL, TL_KF_HIGH_RATE, 4,
+		{ F("peer", ENDPOINT), F("port", INT), F("count", INT), F("last", TIME) } },
 };
 
 static const char *const source_names[TL_SRC_MAX] = {
