@@ -73,6 +73,12 @@ struct tl_req {
 	bool dup;    /* a failed request whose ID an earlier failed one has
 		      * (the same request on a socket and in the log) */
 	int ctr;     /* index into containers, -1 when unknown */
+	/* The connection (http.request's peer, conn, connStart, connClose):
+	 * peer NULL and the rest 0 in documents without them. */
+	const char *peer;
+	int64_t conn;
+	int64_t conn_start_ns;
+	bool conn_close;
 };
 
 struct tl_ctr {
@@ -112,6 +118,22 @@ struct tl_model {
 	size_t n_failed;
 	bool truncated;
 };
+
+/* ---- consumers (findings-consumers.c, docs/findings.md) ---- */
+
+/* The rules over who sent the Pod traffic (the peers of its requests). */
+int tl_rule_consumers(const struct tl_model *m, struct json_object *out);
+int tl_rule_keepalive(const struct tl_model *m, struct json_object *out);
+/* The consumer whose last request or connection came latest after the
+ * endpoint's removal: 1 with its time and its name in who, 0 when none
+ * sent after the removal (or nothing says who), -ENOMEM. */
+int tl_consumers_slowest(const struct tl_model *m, int64_t *ret_ns, char *who, size_t len);
+/* rollout: the consumers of many timelines' findings, by workload (or by
+ * consumer when unresolved): Pods, timelines, lag p50/p99/max, requests
+ * and failed. agg starts as a new empty object; done turns it into the
+ * array to print (new reference, or NULL). */
+int tl_consumers_rollout_add(struct json_object *agg, struct json_object *findings);
+struct json_object *tl_consumers_rollout_done(struct json_object *agg);
 
 /* Builds the model (borrowing strings from doc, which must outlive it).
  * 0, -EINVAL, -ENOMEM. */
