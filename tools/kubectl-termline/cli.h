@@ -28,6 +28,7 @@ struct cli {
 	bool require_graceful;
 	double max_endpoint_lag; /* < 0 = not asserted */
 	long revision;		 /* rollout --revision, 0 = the newest replaced */
+	bool no_resolve;	 /* --no-resolve: peers are not asked of the API server */
 	char **args;		 /* positional arguments after the verb */
 	int nargs;
 };
@@ -75,6 +76,15 @@ int print_json(FILE *f, struct json_object *o);
 /* The timeline's findings as the CLI computes them (not the stored ones:
  * the CLI's rules may be newer than the agent's). -errno. */
 int doc_findings(struct json_object *doc, struct json_object **ret);
+
+/* ---- peers (peers.c) ---- */
+/* Resolves doc's peer addresses into its "peers" (explain, rollout): not
+ * with --no-resolve, nor with --from and no --kubeconfig. 0 (a resolution
+ * that cannot be made is said once on stderr) or -ENOMEM. */
+int resolve_peers(const struct cli *cli, struct json_object *doc);
+/* rollout: the consumers of each timeline's findings, then their aggregate. */
+void rollout_consumers_add(struct json_object *findings);
+struct json_object *rollout_consumers(void);
 
 /* ---- verbs ---- */
 int cmd_list(struct cli *cli);

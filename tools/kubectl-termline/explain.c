@@ -112,7 +112,7 @@ int cmd_explain(struct cli *cli)
 	r = load_doc(cli, cli->args[0], &doc);
 	if (r != EXIT_FOUND)
 		return r;
-	if (doc_findings(doc, &fs) < 0) {
+	if (resolve_peers(cli, doc) < 0 || doc_findings(doc, &fs) < 0) {
 		cli_err(cli, "%s: not a timeline document", cli->args[0]);
 		json_object_put(doc);
 		return EXIT_USAGE;

@@ -29,6 +29,8 @@ static const char USAGE[] =
     "  (default)           the kubeconfig ($KUBECONFIG or ~/.kube/config; --kubeconfig FILE):\n"
     "                      the agent on the Pod's node, through the API server's pod proxy\n"
     "  POD without NS/     in -n NS, else the kubeconfig context's namespace, else default\n"
+    "  --no-resolve        explain, rollout: do not ask the API server who the peers were\n"
+    "                      (with --from, peers are resolved only when --kubeconfig is given)\n"
     "Exit status: 0 found, 1 not found, 2 bad usage or unreachable source;\n"
     "check: 0 all passed, 1 an assertion failed, 2 a timeline missing or incomplete.\n";
 
@@ -63,6 +65,7 @@ int main(int argc, char **argv)
 		O_GRACEFUL,
 		O_LAG,
 		O_REVISION,
+		O_NO_RESOLVE,
 		O_VERSION
 	};
 	static const struct option opts[] = {
@@ -76,6 +79,7 @@ int main(int argc, char **argv)
 	    {"require-graceful", no_argument, NULL, O_GRACEFUL},
 	    {"max-endpoint-lag", required_argument, NULL, O_LAG},
 	    {"revision", required_argument, NULL, O_REVISION},
+	    {"no-resolve", no_argument, NULL, O_NO_RESOLVE},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, O_VERSION},
 	    {},
@@ -121,6 +125,9 @@ int main(int argc, char **argv)
 			break;
 		case O_KUBECONFIG:
 			cli.kubeconfig = optarg;
+			break;
+		case O_NO_RESOLVE:
+			cli.no_resolve = true;
 			break;
 		case 'n':
 			cli.ns = optarg;

@@ -172,8 +172,9 @@ int cmd_rollout(struct cli *cli)
 		sums[n].failed = doc_failed_requests(d);
 		total += sums[n].failed;
 		n++;
-		if (doc_findings(d, &fs) < 0)
+		if (resolve_peers(cli, d) < 0 || doc_findings(d, &fs) < 0)
 			continue;
+		rollout_consumers_add(fs);
 		for (size_t k = 0; k < json_object_array_length(fs); k++) {
 			struct json_object *f = json_object_array_get_idx(fs, k), *agg, *v, *reco;
 			const char *rule = json_str(f, "rule");
@@ -255,6 +256,7 @@ int cmd_rollout(struct cli *cli)
 		json_object_object_add(out, "byFinding", json_object_get(by_rule));
 		json_object_object_add(out, "worstPods", json_object_get(worst));
 		json_object_object_add(out, "recommendation", json_object_get(best));
+		json_object_object_add(out, "consumers", rollout_consumers());
 		if (print_json(stdout, out) < 0)
 			goto done;
 	} else {
