@@ -47,6 +47,7 @@ struct opts {
 	uint64_t step_us;     /* simulated time between two events of one Pod */
 	uint64_t cap_factor;  /* the cap phase feeds cap_factor * max_events events */
 	uint64_t fsync_ms;
+	uint64_t peers;       /* distinct peer addresses of http.request (0: no peer fields) */
 	const char *base;
 	const char *findings_helper; /* NULL: the store looks for it */
 	bool keep;
@@ -176,6 +177,18 @@ static int pod_gen_next(struct pod_gen *g, const struct opts *o, struct tl_event
 		r = r ?: tl_event_set_int(ev, "durationMs", 3);
 		r = r ?: tl_event_set_str(ev, "direction", "inbound");
 		r = r ?: tl_event_set_str(ev, "responseFlags", s % 50 ? "-" : "UF,URX");
+		if (o->peers) {
+			/* a connection per 8 requests of one peer, the peers in turn */
+			uint64_t c = s / 8, p = c % o->peers;
+
+			snprintf(buf, sizeof(buf), "10.%llu.%llu.%llu:%llu",
+				 (unsigned long long)(p >> 16 & 255), (unsigned long long)(p >> 8 & 255),
+				 (unsigned long long)(p & 255), (unsigned long long)(32768 + c % 28000));
+			r = r ?: tl_event_set_str(ev, "peer", buf);
+			r = r ?: tl_event_set_int(ev, "conn", (int64_t)c + 1);
+			r = r ?: tl_event_set_str(ev, "connStart",
+						  tl_time_format(t - (int64_t)(s % 8 + 1) * 5 * NS_PER_MS, buf));
+		}
 	} else if (strcmp(type, "process.exec") == 0) {
 		r = r ?: tl_event_set_int(ev, "pid", (int64_t)(1000 + s % 30000));
 		r = r ?: tl_event_set_str(ev, "comm", "sh");
@@ -745,7 +758,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: bench-timeline [--pods N] [--events N] [--max-events N] [--http-share PCT]\n"
-		"                      [--step-us US] [--cap-factor N] [--fsync-ms MS]\n"
+		"                      [--step-us US] [--cap-factor N] [--fsync-ms MS] [--peers N]\n"
 		"                      [--state-base DIR] [--keep] [--help]\n"
 		"\n"
 		"Feeds synthetic events into the per-Pod timeline store (tl_timelines) in a\n"
@@ -758,6 +771,8 @@ static void usage(FILE *f)
 		"  --step-us US     simulated time between two events of one Pod (default 1000)\n"
 		"  --cap-factor N   the cap phase feeds N x max-events events (default 3)\n"
 		"  --fsync-ms MS    journal fsync batching (default 200)\n"
+		"  --peers N        http.request carries peer, conn and connStart, from N distinct\n"
+		"                   addresses, a connection per 8 requests (default 0: none)\n"
 		"  --state-base DIR where the temporary state dir is made (default $TMPDIR or /tmp)\n"
 		"  --keep           keep the state dir and print its path\n"
 		"  --findings-helper PATH  termline-findings, which writes a closed document's\n"
@@ -775,6 +790,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "step-us", required_argument, NULL, 'u' },
 		{ "cap-factor", required_argument, NULL, 'c' },
 		{ "fsync-ms", required_argument, NULL, 'f' },
+		{ "peers", required_argument, NULL, 'P' },
 		{ "state-base", required_argument, NULL, 'b' },
 		{ "keep", no_argument, NULL, 'k' },
 		{ "findings-helper", required_argument, NULL, 'F' },
@@ -794,6 +810,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'u': r = bench_parse_u64(optarg, 1, 1000000000, &o->step_us); break;
 		case 'c': r = bench_parse_u64(optarg, 1, 20, &o->cap_factor); break;
 		case 'f': r = bench_parse_u64(optarg, 1, 600000, &o->fsync_ms); break;
+		case 'P': r = bench_parse_u64(optarg, 0, 1u << 24, &o->peers); break;
 		case 'b': o->base = optarg; break;
 		case 'k': o->keep = true; break;
 		case 'F': o->findings_helper = optarg; break;

@@ -40,6 +40,10 @@ struct cset {
 	struct cons *c;
 	size_t n, cap;
 	struct json_object *index; /* key -> int index */
+	/* "ADDR:PORT" as the events write it -> int index, -1: the Pod itself
+	 * (one address parse per distinct endpoint, not per request) */
+	struct json_object *by_peer;
+	char own[64];   /* the Pod's own address, canonical ("" unknown) */
 	int64_t nr_ns;  /* the endpoint went not-ready (0: not seen) */
 	int64_t rm_ns;  /* removed from every slice (0: not seen) */
 	bool any_peer;  /* the document has peers at all */
@@ -130,30 +134,23 @@ static void cset_free(struct cset *s)
 	}
 	free(s->c);
 	json_object_put(s->index);
+	json_object_put(s->by_peer);
 	memset(s, 0, sizeof(*s));
 }
 
 /* The consumer an endpoint belongs to, made on first sight; NULL for the
  * Pod itself (loopback, its own address, a resolved "self") and for what
  * is not an address. *err set on -ENOMEM. */
-static struct cons *consumer(const struct tl_model *m, struct cset *s, const char *peer, int *err)
+static struct cons *consumer_of(const struct tl_model *m, struct cset *s, const char *peer, int *err)
 {
 	struct json_object *peers = tl_json_object(m->doc, "peers"), *e, *idx;
-	const char *pod_ip = tl_json_str(tl_json_object(m->doc, "pod"), "ip");
-	char addr[64], own[64], key[300];
+	char addr[64], key[300];
 	const char *kind;
 	struct cons *c;
-	bool lo, lo2;
+	bool lo;
 
-	if (!peer_addr(peer, addr, sizeof(addr), &lo) || lo)
+	if (!peer_addr(peer, addr, sizeof(addr), &lo) || lo || strcmp(s->own, addr) == 0)
 		return NULL;
-	if (pod_ip) {
-		char tmp[80];
-
-		snprintf(tmp, sizeof(tmp), strchr(pod_ip, ':') ? "[%s]:0" : "%s:0", pod_ip);
-		if (peer_addr(tmp, own, sizeof(own), &lo2) && strcmp(own, addr) == 0)
-			return NULL;
-	}
 	e = tl_json_object(peers, addr);
 	kind = tl_json_str(e, "kind");
 	if (kind && strcmp(kind, "self") == 0)
@@ -197,6 +194,28 @@ static struct cons *consumer(const struct tl_model *m, struct cset *s, const cha
 	return c;
 }
 
+static struct cons *consumer(const struct tl_model *m, struct cset *s, const char *peer, int *err)
+{
+	struct json_object *idx;
+	struct cons *c;
+
+	if (!peer)
+		return NULL;
+	if (json_object_object_get_ex(s->by_peer, peer, &idx)) {
+		int i = json_object_get_int(idx);
+
+		return i < 0 ? NULL : &s->c[i];
+	}
+	c = consumer_of(m, s, peer, err);
+	if (*err)
+		return NULL;
+	if (json_object_object_add(s->by_peer, peer, json_object_new_int(c ? (int)(c - s->c) : -1)) < 0) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	return c;
+}
+
 static void span(int64_t *first, int64_t *last, int64_t t)
 {
 	if (!*first || t < *first)
@@ -213,8 +232,19 @@ static int cset_build(const struct tl_model *m, struct cset *s)
 
 	memset(s, 0, sizeof(*s));
 	s->index = json_object_new_object();
-	if (!s->index)
+	s->by_peer = json_object_new_object();
+	if (!s->index || !s->by_peer)
 		return -ENOMEM;
+	{
+		const char *pod_ip = tl_json_str(tl_json_object(m->doc, "pod"), "ip");
+		char tmp[80];
+		bool lo;
+
+		snprintf(tmp, sizeof(tmp), pod_ip && strchr(pod_ip, ':') ? "[%s]:0" : "%s:0",
+			 pod_ip ? pod_ip : "");
+		if (!pod_ip || !peer_addr(tmp, s->own, sizeof(s->own), &lo))
+			s->own[0] = '\0';
+	}
 	s->nr_ns = m->ready_false_ns;
 	s->rm_ns = m->removed_ns;
 	for (size_t i = 0; i < m->n_req; i++) {
