@@ -52,20 +52,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench-drain [EVENTS]\n");
 		return 2;
 	}
-	if (tl_clock_sample(&tl_clock_global) < 0 || tl_loop_new(&loop) < 0 ||
+	if (tl_loop_new(&loop) < 0 ||
 	    tl_drain_agent_new(&dc, loop, &d) < 0) {
 		fprintf(stderr, "bench-drain: setup failed\n");
 		goto out;
 	}
-	if (tl_event_init(&ignored, TL_SRC_KERNEL, "process.exec", 1) < 0 ||
-	    tl_event_init(&request, TL_SRC_KERNEL, "http.request", 1) < 0 ||
-	    tl_event_init(&endpoint, TL_SRC_API, "endpoint.condition", 1) < 0 ||
-	    tl_event_set_str(&request, "direction", "inbound") < 0 ||
-	    tl_event_set_str(&endpoint, "endpointSlice", "web-abcde") < 0 ||
-	    tl_event_set_str(&endpoint, "service", "web") < 0 ||
-	    tl_event_set_bool(&endpoint, "ready", false) < 0 ||
-	    tl_event_set_bool(&endpoint, "serving", true) < 0 ||
-	    tl_event_set_bool(&endpoint, "terminating", true) < 0) {
+	if (tl_event_init_kind(&ignored, TL_KIND_PROCESS_EXEC, TL_SRC_KERNEL, 1) < 0 ||
+	    tl_event_init_kind(&request, TL_KIND_HTTP_REQUEST, TL_SRC_KERNEL, 1) < 0 ||
+	    tl_event_init_kind(&endpoint, TL_KIND_ENDPOINT_CONDITION, TL_SRC_API, 1) < 0 ||
+	    tl_event_set_text(&request, TL_F_HTTP_DIRECTION, "inbound") < 0 ||
+	    tl_event_set_text(&endpoint, TL_F_EP_SLICE, "web-abcde") < 0 ||
+	    tl_event_set_text(&endpoint, TL_F_EP_SERVICE, "web") < 0 ||
+	    tl_event_set_i(&endpoint, TL_F_EP_READY, false) < 0 ||
+	    tl_event_set_i(&endpoint, TL_F_EP_SERVING, true) < 0 ||
+	    tl_event_set_i(&endpoint, TL_F_EP_TERMINATING, true) < 0) {
 		fprintf(stderr, "bench-drain: events\n");
 		goto out;
 	}

@@ -70,6 +70,9 @@
 #include "termline-http.h"
 #include "tl-buf.h"
 
+/* BOOTTIME -> UTC for the records, sampled at start (a run lasts seconds). */
+static struct tl_clock bench_clock;
+
 static uint64_t drops(void);
 static int write_file(const char *path, const char *s);
 static struct termline_http *skel;
@@ -570,8 +573,8 @@ static void on_exchange(void *ud, const struct tl_http_exchange *x)
 
 	c->exchanges++;
 	/* The agent's own work per request: the event and its JSON line. */
-	if (tl_capture_kernel_event(x, tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->start_ns),
-				    tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->end_ns), &ev) == 0) {
+	if (tl_capture_kernel_event(x, tl_clock_boot_to_real(&bench_clock, (uint64_t)x->start_ns),
+				    tl_clock_boot_to_real(&bench_clock, (uint64_t)x->end_ns), &ev) == 0) {
 		if (c->json) {
 			tl_buf_reset(&c->out);
 			tl_event_append_json(&ev, true, &c->out);
@@ -976,14 +979,14 @@ int main(int argc, char **argv)
 		}
 	}
 	if (consumer_only) {
-		tl_clock_sample(&tl_clock_global);
+		tl_clock_sample(&bench_clock);
 		return bench_consumer_only(consumer_only, json, close_each) < 0 ? 1 : 0;
 	}
 	if (geteuid() != 0) {
 		fprintf(stderr, "bench-http-capture: needs root\n");
 		return 77;
 	}
-	tl_clock_sample(&tl_clock_global);
+	tl_clock_sample(&bench_clock);
 	skel = termline_http__open();
 	if (!skel) {
 		fprintf(stderr, "bench-http-capture: open: %s\n", strerror(errno));

@@ -547,10 +547,13 @@ static int make_cgroups(struct bench *b)
 	return 0;
 }
 
+/* BOOTTIME -> UTC for the records, sampled once (a run lasts seconds). */
+static struct tl_clock bench_clock;
+
 static int setup_bpf(struct bench *b)
 {
 	struct tl_bpf_config cfg = { .ringbuf_bytes = (uint32_t)b->o.ring_bytes,
-				     .force_classic = b->o.classic };
+				     .force_classic = b->o.classic, .clock = &bench_clock };
 	struct tl_emitter em = { .emit = sink_emit, .userdata = b };
 	char err[512] = "";
 	int r;
@@ -835,7 +838,7 @@ int main(int argc, char **argv)
 		return 1;
 	b.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	r = b.sigfd < 0 ? -errno : 0;
-	r = r ?: tl_clock_sample(&tl_clock_global);
+	r = r ?: tl_clock_sample(&bench_clock);
 	r = r ?: tl_loop_new(&b.loop);
 	r = r ?: tl_loop_add_io(b.loop, b.sigfd, EPOLLIN, on_signal, &b);
 	if (r < 0) {

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -168,60 +169,57 @@ static int pod_gen_next(struct pod_gen *g, const struct opts *o, struct tl_event
 		snprintf(buf, sizeof(buf), "%08llx-%04llx-4bd3-9a1e-5f0c2d7b%04x",
 			 (unsigned long long)(s >> 16), (unsigned long long)(s & 0xffff),
 			 (unsigned)(s % 65536));
-		r = r ?: tl_event_set_str(ev, "requestId", buf);
-		r = r ?: tl_event_set_str(ev, "method", s % 5 ? "GET" : "POST");
+		r = r ?: tl_event_set_text(ev, TL_F_HTTP_REQUEST_ID, buf);
+		r = r ?: tl_event_set_text(ev, TL_F_HTTP_METHOD, s % 5 ? "GET" : "POST");
 		snprintf(buf, sizeof(buf), "/api/v1/items/%llu", (unsigned long long)(s % 1000));
-		r = r ?: tl_event_set_str(ev, "path", buf);
-		r = r ?: tl_event_set_int(ev, "status", s % 50 ? 200 : 503);
-		r = r ?: tl_event_set_str(ev, "start", tl_time_format(t - 3 * NS_PER_MS, buf));
-		r = r ?: tl_event_set_int(ev, "durationMs", 3);
-		r = r ?: tl_event_set_str(ev, "direction", "inbound");
-		r = r ?: tl_event_set_str(ev, "responseFlags", s % 50 ? "-" : "UF,URX");
+		r = r ?: tl_event_set_text(ev, TL_F_HTTP_PATH, buf);
+		r = r ?: tl_event_set_i(ev, TL_F_HTTP_STATUS, s % 50 ? 200 : 503);
+		r = r ?: tl_event_set_i(ev, TL_F_HTTP_START, t - 3 * NS_PER_MS);
+		r = r ?: tl_event_set_i(ev, TL_F_HTTP_DURATION_MS, 3);
+		r = r ?: tl_event_set_text(ev, TL_F_HTTP_DIRECTION, "inbound");
+		r = r ?: tl_event_set_text(ev, TL_F_HTTP_RESPONSE_FLAGS, s % 50 ? "-" : "UF,URX");
 		if (o->peers) {
 			/* a connection per 8 requests of one peer, the peers in turn */
 			uint64_t c = s / 8, p = c % o->peers;
+			uint8_t a[16] = { 10, (uint8_t)(p >> 16), (uint8_t)(p >> 8), (uint8_t)p };
 
-			snprintf(buf, sizeof(buf), "10.%llu.%llu.%llu:%llu",
-				 (unsigned long long)(p >> 16 & 255), (unsigned long long)(p >> 8 & 255),
-				 (unsigned long long)(p & 255), (unsigned long long)(32768 + c % 28000));
-			r = r ?: tl_event_set_str(ev, "peer", buf);
-			r = r ?: tl_event_set_int(ev, "conn", (int64_t)c + 1);
-			r = r ?: tl_event_set_str(ev, "connStart",
-						  tl_time_format(t - (int64_t)(s % 8 + 1) * 5 * NS_PER_MS, buf));
+			r = r ?: tl_event_set_addr(ev, TL_F_HTTP_PEER, AF_INET, a, (uint16_t)(32768 + c % 28000));
+			r = r ?: tl_event_set_i(ev, TL_F_HTTP_CONN, (int64_t)c + 1);
+			r = r ?: tl_event_set_i(ev, TL_F_HTTP_CONN_START, t - (int64_t)(s % 8 + 1) * 5 * NS_PER_MS);
 		}
 	} else if (strcmp(type, "process.exec") == 0) {
-		r = r ?: tl_event_set_int(ev, "pid", (int64_t)(1000 + s % 30000));
-		r = r ?: tl_event_set_str(ev, "comm", "sh");
-		r = r ?: tl_event_set_str(ev, "filename", "/bin/sh");
+		r = r ?: tl_event_set_i(ev, TL_F_EXEC_PID, (int64_t)(1000 + s % 30000));
+		r = r ?: tl_event_set_text(ev, TL_F_EXEC_COMM, "sh");
+		r = r ?: tl_event_set_text(ev, TL_F_EXEC_FILENAME, "/bin/sh");
 	} else if (strcmp(type, "process.exit") == 0) {
-		r = r ?: tl_event_set_int(ev, "pid", (int64_t)(1000 + s % 30000));
-		r = r ?: tl_event_set_str(ev, "comm", "sh");
-		r = r ?: tl_event_set_int(ev, "exitCode", 0);
-		r = r ?: tl_event_set_int(ev, "exitSignal", 0);
+		r = r ?: tl_event_set_i(ev, TL_F_EXIT_PID, (int64_t)(1000 + s % 30000));
+		r = r ?: tl_event_set_text(ev, TL_F_EXIT_COMM, "sh");
+		r = r ?: tl_event_set_i(ev, TL_F_EXIT_CODE, 0);
+		r = r ?: tl_event_set_i(ev, TL_F_EXIT_SIGNAL, 0);
 	} else if (strcmp(type, "process.signal") == 0) {
-		r = r ?: tl_event_set_str(ev, "signal", "SIGTERM");
-		r = r ?: tl_event_set_int(ev, "signo", 15);
-		r = r ?: tl_event_set_int(ev, "pid", (int64_t)(1000 + s % 30000));
-		r = r ?: tl_event_set_str(ev, "comm", "app");
-		r = r ?: tl_event_set_int(ev, "senderPid", 812);
-		r = r ?: tl_event_set_str(ev, "senderComm", "containerd-shim");
-		r = r ?: tl_event_set_str(ev, "result", "delivered");
+		r = r ?: tl_event_set_text(ev, TL_F_SIG_SIGNAL, "SIGTERM");
+		r = r ?: tl_event_set_i(ev, TL_F_SIG_SIGNO, 15);
+		r = r ?: tl_event_set_i(ev, TL_F_SIG_PID, (int64_t)(1000 + s % 30000));
+		r = r ?: tl_event_set_text(ev, TL_F_SIG_COMM, "app");
+		r = r ?: tl_event_set_i(ev, TL_F_SIG_SENDER_PID, 812);
+		r = r ?: tl_event_set_text(ev, TL_F_SIG_SENDER_COMM, "containerd-shim");
+		r = r ?: tl_event_set_text(ev, TL_F_SIG_RESULT, "delivered");
 	} else if (strcmp(type, "socket.listen") == 0 || strcmp(type, "socket.listen_closed") == 0) {
-		r = r ?: tl_event_set_str(ev, "address", "0.0.0.0");
-		r = r ?: tl_event_set_int(ev, "port", (int64_t)(8000 + s % 1000));
+		r = r ?: tl_event_set_text(ev, TL_F_LISTEN_ADDRESS, "0.0.0.0");
+		r = r ?: tl_event_set_i(ev, TL_F_LISTEN_PORT, (int64_t)(8000 + s % 1000));
 	} else if (strcmp(type, "tcp.reset_sent") == 0) {
 		snprintf(buf, sizeof(buf), "10.1.0.9:%llu", (unsigned long long)(30000 + s % 30000));
-		r = r ?: tl_event_set_str(ev, "local", "10.1.0.7:8080");
-		r = r ?: tl_event_set_str(ev, "remote", buf);
+		r = r ?: tl_event_set_text(ev, TL_F_RESET_LOCAL, "10.1.0.7:8080");
+		r = r ?: tl_event_set_text(ev, TL_F_RESET_REMOTE, buf);
 	} else if (strcmp(type, "pod.condition") == 0) {
-		r = r ?: tl_event_set_str(ev, "condition", "Ready");
-		r = r ?: tl_event_set_str(ev, "status", s % 2 ? "False" : "True");
+		r = r ?: tl_event_set_text(ev, TL_F_COND_CONDITION, "Ready");
+		r = r ?: tl_event_set_text(ev, TL_F_COND_STATUS, s % 2 ? "False" : "True");
 	} else if (strcmp(type, "endpoint.condition") == 0) {
-		r = r ?: tl_event_set_str(ev, "service", "bench");
-		r = r ?: tl_event_set_str(ev, "endpointSlice", "bench-x7k2p");
-		r = r ?: tl_event_set_bool(ev, "ready", s % 2);
-		r = r ?: tl_event_set_bool(ev, "serving", true);
-		r = r ?: tl_event_set_bool(ev, "terminating", s % 2 == 0);
+		r = r ?: tl_event_set_text(ev, TL_F_EP_SERVICE, "bench");
+		r = r ?: tl_event_set_text(ev, TL_F_EP_SLICE, "bench-x7k2p");
+		r = r ?: tl_event_set_i(ev, TL_F_EP_READY, s % 2);
+		r = r ?: tl_event_set_i(ev, TL_F_EP_SERVING, true);
+		r = r ?: tl_event_set_i(ev, TL_F_EP_TERMINATING, s % 2 == 0);
 	}
 	if (r < 0)
 		tl_event_clear(ev);
@@ -862,9 +860,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-timeline: sigaction: %s\n", strerror(errno));
 		goto cleanup;
 	}
-	r = tl_clock_sample(&tl_clock_global);
-	if (r >= 0)
-		r = tl_loop_new(&loop);
+	r = tl_loop_new(&loop);
 	if (r < 0) {
 		fprintf(stderr, "bench-timeline: setup: %s\n", strerror(-r));
 		goto cleanup;

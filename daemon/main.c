@@ -44,6 +44,7 @@
 #define HOUSEKEEPING_MS 1000
 struct agent {
 	struct tl_options opts;
+	struct tl_clock clock; /* BOOTTIME -> UTC, re-sampled every CLOCK_RESAMPLE_MS */
 	struct tl_loop *loop;
 	struct tl_bpf *bpf;
 	struct tl_cgroup_map *cgroups;
@@ -64,25 +65,28 @@ struct agent {
 	char kernel[256];
 	char api_error[512]; /* last API error logged, to log each one once */
 	struct tl_attr *attr; /* an event's Pod and container (daemon/attribution) */
+	/* What the agent counts itself, registered once (start_metrics). */
+	struct {
+		struct tl_metric *events[TL_KIND_MAX][TL_SRC_MAX];
+		struct tl_metric *unattributed, *ip_track_errors, *conn_poll_errors;
+	} m;
 };
 
-static void count_event(const struct tl_event *ev)
+/* A series per kind and source, registered as it is first seen: counting
+ * is on every event's path. */
+static void count_event(struct agent *a, const struct tl_event *ev)
 {
-	/* One counter cell per kind and source, looked up once: counting is
-	 * on every event's path. */
-	static int64_t *cells[TL_KIND_MAX][TL_SRC_MAX];
-	int64_t **cell = &cells[ev->kind][ev->source];
+	struct tl_metric **m = &a->m.events[ev->kind][ev->source];
 
-	if (!*cell) {
+	if (!*m) {
 		char labels[128];
 
 		snprintf(labels, sizeof(labels), "type=\"%s\",source=\"%s\"", tl_kind_name(ev->kind),
 			 tl_source_name(ev->source));
-		*cell = tl_metric_cell("termline_events_total", labels, TL_METRIC_COUNTER);
-		if (!*cell)
-			return;
+		*m = tl_metric_new("termline_events_total", labels, TL_METRIC_COUNTER,
+				   "Events recorded, by type and source.");
 	}
-	**cell += 1;
+	tl_metric_inc(*m, 1);
 }
 
 static const struct tl_attr_tombstone *find_tombstone(const struct agent *a, uint64_t cgroup_id)
@@ -155,9 +159,9 @@ static void sink_emit(void *userdata, struct tl_event *ev)
 
 	attribute(a, ev);
 	tl_capture_observe(a->capture, ev);
-	count_event(ev);
+	count_event(a, ev);
 	if (!ev->pod_uid[0])
-		tl_metric_add("termline_events_unattributed_total", NULL, 1);
+		tl_metric_inc(a->m.unattributed, 1);
 	if (a->emit_out) {
 		/* The document's encoder, with the ids (docs/timeline-format.md). */
 		tl_buf_reset(&a->emit_buf);
@@ -283,7 +287,7 @@ static void on_pod_changed(void *userdata, const char *uid)
 		int r = tl_bpf_track_ip(a->bpf, ip);
 
 		if (r < 0) {
-			tl_metric_add("termline_pod_ip_track_errors_total", NULL, 1);
+			tl_metric_inc(a->m.ip_track_errors, 1);
 			tl_debug("pod %s: cannot track IP %s: %s", uid, ip, strerror(-r));
 		}
 	}
@@ -291,10 +295,10 @@ static void on_pod_changed(void *userdata, const char *uid)
 	tl_pod_meta_unref(meta);
 }
 
-static void on_clock_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unused_,
-			   void *ud _unused_)
+static void on_clock_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *ud)
 {
-	int r = tl_clock_sample(&tl_clock_global);
+	struct agent *a = ud;
+	int r = tl_clock_sample(&a->clock);
 
 	if (r < 0)
 		tl_warn("clock: cannot sample: %s", strerror(-r));
@@ -329,7 +333,7 @@ static void drain_poll(void *ud)
 	 * ring's last timed drain: the gate's "quiet since" depends on them. */
 	tl_capture_drain(a->capture);
 	if (a->drain_conn && tl_drain_conn_poll(a->drain_conn, drain_conn_seen, a) < 0)
-		tl_metric_add("termline_drain_conn_poll_errors_total", NULL, 1);
+		tl_metric_inc(a->m.conn_poll_errors, 1);
 }
 
 static bool drain_synced(void *ud)
@@ -443,230 +447,293 @@ static int setup_signals(struct agent *a)
 	return tl_loop_add_io(a->loop, a->sigfd, EPOLLIN, on_signal, a);
 }
 
-static void describe_metrics(void)
+/* ---- start: a list of steps ----
+ *
+ * Each step starts one part of the agent and returns 0, or the exit status
+ * (2: bad input the user fixes, 1: a runtime failure) with its error
+ * logged. The steps run in order; agent_stop() frees whatever the steps
+ * before a failure made. */
+
+static int start_metrics(struct agent *a)
 {
+	/* listed from the start; its series come with the first events */
 	tl_metric_describe("termline_events_total", TL_METRIC_COUNTER,
 			   "Events recorded, by type and source.");
-	tl_metric_describe("termline_events_unattributed_total", TL_METRIC_COUNTER,
-			   "Events that could not be attributed to a Pod.");
+	a->m.unattributed = tl_metric_new("termline_events_unattributed_total", NULL,
+					  TL_METRIC_COUNTER,
+					  "Events that could not be attributed to a Pod.");
+	a->m.ip_track_errors = tl_metric_new("termline_pod_ip_track_errors_total", NULL,
+					     TL_METRIC_COUNTER,
+					     "Pod IPs the kernel programs could not be told about.");
+	a->m.conn_poll_errors = tl_metric_new("termline_drain_conn_poll_errors_total", NULL,
+					      TL_METRIC_COUNTER,
+					      "Failed reads of the kernel's connection counters (drained gate).");
+	return 0;
 }
 
-static int agent_start(struct agent *a)
+static int start_clock(struct agent *a)
 {
-	char err[512] = "";
 	struct utsname uts;
 	int r;
 
 	if (uname(&uts) == 0)
 		snprintf(a->kernel, sizeof(a->kernel), "%s", uts.release);
-	describe_metrics();
-	r = tl_clock_sample(&tl_clock_global);
+	r = tl_clock_sample(&a->clock);
 	if (r < 0) {
 		tl_error("clock: %s", strerror(-r));
 		return 2;
 	}
-	r = tl_loop_new(&a->loop);
+	return 0;
+}
+
+static int start_loop(struct agent *a)
+{
+	int r = tl_loop_new(&a->loop);
+
+	if (r == 0)
+		r = setup_signals(a);
 	if (r < 0) {
 		tl_error("event loop: %s", strerror(-r));
 		return 1;
 	}
-	r = setup_signals(a);
+	return 0;
+}
+
+static int start_emit_events(struct agent *a)
+{
+	if (!a->opts.emit_events)
+		return 0;
+	if (strcmp(a->opts.emit_events, "-") == 0) {
+		a->emit_out = stdout;
+		return 0;
+	}
+	a->emit_out = fopen(a->opts.emit_events, "ae");
+	if (!a->emit_out) {
+		tl_error("--emit-events %s: %s", a->opts.emit_events, strerror(errno));
+		return 2;
+	}
+	return 0;
+}
+
+/* The API client before BPF: a kubeconfig error is the user's to fix and
+ * must not wait behind BPF loading. */
+static int start_api(struct agent *a)
+{
+	struct tl_kube_config kc = { .kubeconfig = a->opts.kubeconfig, .node = a->opts.node };
+	struct tl_kube_callbacks cb = { .pod_changed = on_pod_changed, .userdata = a };
+	struct tl_emitter emit = { .emit = sink_emit, .userdata = a };
+	char err[512] = "";
+	int r;
+
+	if (a->opts.no_api)
+		return 0;
+	if (!a->opts.node || !a->opts.node[0]) {
+		tl_error("no node name: set --node or $NODE_NAME (or run with --no-api)");
+		return 2;
+	}
+	r = tl_kube_new(&kc, a->loop, &emit, &a->kube, err, sizeof(err));
 	if (r < 0) {
-		tl_error("signals: %s", strerror(-r));
+		tl_error("%s", err[0] ? err : strerror(-r));
+		return 2;
+	}
+	tl_kube_set_callbacks(a->kube, &cb);
+	return 0;
+}
+
+static int start_bpf(struct agent *a)
+{
+	struct tl_bpf_config bc = {
+		.ringbuf_bytes = a->opts.ringbuf_kib * 1024u,
+		.signal_mask = a->opts.signal_mask,
+		.clock = &a->clock,
+	};
+	struct tl_emitter emit = { .emit = sink_emit, .userdata = a };
+	char err[512] = "";
+	int r;
+
+	r = tl_bpf_new(&bc, &a->bpf, err, sizeof(err));
+	if (r < 0) {
+		tl_error("%s", err[0] ? err : strerror(-r));
+		return 2;
+	}
+	r = tl_bpf_attach_loop(a->bpf, a->loop, &emit);
+	if (r < 0) {
+		tl_error("ring buffer: %s", strerror(-r));
+		return 2;
+	}
+	for (const char *const *p = tl_bpf_probe_names(a->bpf); p && *p; p++)
+		tl_info("probe attached: %s", *p);
+	return 0;
+}
+
+static int start_cgroups(struct agent *a)
+{
+	struct tl_cgroup_map_callbacks cb = {
+		.added = on_cgroup_added,
+		.removed = on_cgroup_removed,
+		.userdata = a,
+	};
+	struct tl_attr_ops ops = {
+		.pod_by_ip = attr_pod_by_ip,
+		.container_name = attr_container_name,
+		.untrack_ip = attr_untrack_ip,
+		.ud = a,
+	};
+	int r;
+
+	r = tl_cgroup_map_new(a->opts.cgroup_root, &cb, &a->cgroups);
+	if (r < 0) {
+		tl_error("cgroup2: %s%s%s", a->opts.cgroup_root ? a->opts.cgroup_root : "",
+			 a->opts.cgroup_root ? ": " : "",
+			 r == -ENOENT ? "no cgroup2 mount found in /proc/self/mountinfo" : strerror(-r));
+		return 2;
+	}
+	r = tl_attr_new(a->cgroups, &ops, &a->attr);
+	if (r < 0) {
+		tl_error("attribution: %s", strerror(-r));
 		return 1;
 	}
-	if (a->opts.emit_events) {
-		if (strcmp(a->opts.emit_events, "-") == 0) {
-			a->emit_out = stdout;
-		} else {
-			a->emit_out = fopen(a->opts.emit_events, "ae");
-			if (!a->emit_out) {
-				tl_error("--emit-events %s: %s", a->opts.emit_events, strerror(errno));
-				return 2;
-			}
-		}
+	r = tl_cgroup_map_attach(a->cgroups, a->loop);
+	if (r < 0) {
+		tl_error("cgroup2 %s: %s", tl_cgroup_map_root(a->cgroups), strerror(-r));
+		return 2;
 	}
-
-	/* The API client first: a kubeconfig error is the user's to fix and
-	 * must not wait behind BPF loading. */
-	if (!a->opts.no_api) {
-		struct tl_kube_config kc = {
-			.kubeconfig = a->opts.kubeconfig,
-			.node = a->opts.node,
-		};
-		struct tl_kube_callbacks cb = {
-			.pod_changed = on_pod_changed,
-			.userdata = a,
-		};
-		struct tl_emitter emit = { .emit = sink_emit, .userdata = a };
-
-		if (!a->opts.node || !a->opts.node[0]) {
-			tl_error("no node name: set --node or $NODE_NAME (or run with --no-api)");
-			return 2;
-		}
-		r = tl_kube_new(&kc, a->loop, &emit, &a->kube, err, sizeof(err));
-		if (r < 0) {
-			tl_error("%s", err[0] ? err : strerror(-r));
-			return 2;
-		}
-		tl_kube_set_callbacks(a->kube, &cb);
-	}
-
-	{
-		struct tl_bpf_config bc = {
-			.ringbuf_bytes = a->opts.ringbuf_kib * 1024u,
-			.signal_mask = a->opts.signal_mask,
-		};
-		struct tl_emitter emit = { .emit = sink_emit, .userdata = a };
-
-		r = tl_bpf_new(&bc, &a->bpf, err, sizeof(err));
-		if (r < 0) {
-			tl_error("%s", err[0] ? err : strerror(-r));
-			return 2;
-		}
-		r = tl_bpf_attach_loop(a->bpf, a->loop, &emit);
-		if (r < 0) {
-			tl_error("ring buffer: %s", strerror(-r));
-			return 2;
-		}
-		for (const char *const *p = tl_bpf_probe_names(a->bpf); p && *p; p++)
-			tl_info("probe attached: %s", *p);
-	}
-
-	{
-		struct tl_cgroup_map_callbacks cb = {
-			.added = on_cgroup_added,
-			.removed = on_cgroup_removed,
-			.userdata = a,
-		};
-
-		r = tl_cgroup_map_new(a->opts.cgroup_root, &cb, &a->cgroups);
-		if (r < 0) {
-			tl_error("cgroup2: %s%s%s", a->opts.cgroup_root ? a->opts.cgroup_root : "",
-				 a->opts.cgroup_root ? ": " : "",
-				 r == -ENOENT ? "no cgroup2 mount found in /proc/self/mountinfo"
-					      : strerror(-r));
-			return 2;
-		}
-		{
-			struct tl_attr_ops ops = {
-				.pod_by_ip = attr_pod_by_ip,
-				.container_name = attr_container_name,
-				.untrack_ip = attr_untrack_ip,
-				.ud = a,
-			};
-
-			r = tl_attr_new(a->cgroups, &ops, &a->attr);
-			if (r < 0) {
-				tl_error("attribution: %s", strerror(-r));
-				return 1;
-			}
-		}
-		r = tl_cgroup_map_attach(a->cgroups, a->loop);
-		if (r < 0) {
-			tl_error("cgroup2 %s: %s", tl_cgroup_map_root(a->cgroups), strerror(-r));
-			return 2;
-		}
-		tl_info("cgroup2 root %s", tl_cgroup_map_root(a->cgroups));
-	}
+	tl_info("cgroup2 root %s", tl_cgroup_map_root(a->cgroups));
 	a->bpf_ready = true;
+	return 0;
+}
 
-	{
-		struct tl_timelines_config tc = {
-			.state_dir = a->opts.state_dir,
-			.linger_s = a->opts.linger_s,
-			.max_events = a->opts.max_events_per_timeline,
-			.retention_bytes = a->opts.retention_bytes,
-			.retention_hours = a->opts.retention_hours,
-			.fsync_ms = a->opts.journal_fsync_ms,
-			.recorder = {
-				.agent_version = TERMLINE_VERSION,
-				.node = a->opts.node ? a->opts.node : "",
-				.kernel = a->kernel,
-				.config_digest = a->opts.config_digest,
-				.probes = tl_bpf_probe_names(a->bpf),
-				.recording_since_ns = tl_now_real_ns(),
-			},
-			.before_close = timeline_closing,
-			.before_close_ud = a,
-		};
+static int start_timelines(struct agent *a)
+{
+	struct tl_timelines_config tc = {
+		.state_dir = a->opts.state_dir,
+		.linger_s = a->opts.linger_s,
+		.max_events = a->opts.max_events_per_timeline,
+		.retention_bytes = a->opts.retention_bytes,
+		.retention_hours = a->opts.retention_hours,
+		.fsync_ms = a->opts.journal_fsync_ms,
+		.recorder = {
+			.agent_version = TERMLINE_VERSION,
+			.node = a->opts.node ? a->opts.node : "",
+			.kernel = a->kernel,
+			.config_digest = a->opts.config_digest,
+			.probes = tl_bpf_probe_names(a->bpf),
+			.recording_since_ns = tl_now_real_ns(),
+		},
+		.before_close = timeline_closing,
+		.before_close_ud = a,
+	};
+	int r = tl_timelines_new(&tc, a->loop, &a->timelines);
 
-		r = tl_timelines_new(&tc, a->loop, &a->timelines);
-		if (r < 0) {
-			tl_error("state dir %s: %s", a->opts.state_dir, strerror(-r));
-			return 2;
-		}
+	if (r < 0) {
+		tl_error("state dir %s: %s", a->opts.state_dir, strerror(-r));
+		return 2;
 	}
+	return 0;
+}
 
-	{
-		struct tl_capture_config cc = {
-			.pod_logs_dir = a->opts.pod_logs_dir,
-			.log_container = a->opts.access_log_container,
-			.request_id_headers = (const char *const *)a->opts.request_id_headers,
-			.n_request_id_headers = a->opts.n_request_id_headers,
-			.mode = a->opts.http_capture,
-			.prefix_bytes = a->opts.http_prefix_bytes,
-			.linger_s = a->opts.linger_s,
-		};
-		struct tl_emitter emit = { .emit = sink_emit, .userdata = a };
+static int start_capture(struct agent *a)
+{
+	struct tl_capture_config cc = {
+		.pod_logs_dir = a->opts.pod_logs_dir,
+		.log_container = a->opts.access_log_container,
+		.request_id_headers = (const char *const *)a->opts.request_id_headers,
+		.n_request_id_headers = a->opts.n_request_id_headers,
+		.mode = a->opts.http_capture,
+		.prefix_bytes = a->opts.http_prefix_bytes,
+		.linger_s = a->opts.linger_s,
+		.clock = &a->clock,
+	};
+	struct tl_emitter emit = { .emit = sink_emit, .userdata = a };
+	char err[512] = "";
+	int r;
 
-		r = tl_capture_new(&cc, a->loop, &emit, &a->capture, err, sizeof(err));
-		if (r < 0) {
-			tl_error("HTTP capture (pod logs %s): %s", a->opts.pod_logs_dir, strerror(-r));
-			return 2;
-		}
-		if (a->opts.http_capture != TL_HTTP_CAPTURE_OFF && !tl_capture_sockets(a->capture))
-			tl_warn("%s; requests come from access logs only", err);
-		tl_cgroup_map_foreach(a->cgroups, register_cgroup, a);
+	r = tl_capture_new(&cc, a->loop, &emit, &a->capture, err, sizeof(err));
+	if (r < 0) {
+		tl_error("HTTP capture (pod logs %s): %s", a->opts.pod_logs_dir, strerror(-r));
+		return 2;
 	}
+	if (a->opts.http_capture != TL_HTTP_CAPTURE_OFF && !tl_capture_sockets(a->capture))
+		tl_warn("%s; requests come from access logs only", err);
+	tl_cgroup_map_foreach(a->cgroups, register_cgroup, a);
+	return 0;
+}
 
-	{
-		struct tl_drain_agent_config dc = {
-			.synced = drain_synced,
-			.pod_known = drain_pod_known,
-			.poll = drain_poll,
-			.seed = drain_seed,
-			.ud = a,
-			.emit = { .emit = sink_emit, .userdata = a },
-		};
+static int start_drain(struct agent *a)
+{
+	struct tl_drain_agent_config dc = {
+		.synced = drain_synced,
+		.pod_known = drain_pod_known,
+		.poll = drain_poll,
+		.seed = drain_seed,
+		.ud = a,
+		.emit = { .emit = sink_emit, .userdata = a },
+	};
+	int r;
 
-		/* the connection counts come from the TCP program (bpf/net.bpf.c) */
-		if (!a->bpf)
-			tl_warn("no kernel programs: the drained gate sees no connections");
-		else if ((r = tl_drain_conn_new(tl_bpf_accepted_map_fd(a->bpf), &a->drain_conn)) < 0)
-			tl_warn("drained gate: connection counts: %s: the gate sees no connections",
-				strerror(-r));
-		r = tl_drain_agent_new(&dc, a->loop, &a->drain);
-		if (r < 0) {
-			tl_error("drained gate: %s", strerror(-r));
-			return 1;
-		}
+	/* the connection counts come from the TCP program (bpf/net.bpf.c) */
+	if (!a->bpf)
+		tl_warn("no kernel programs: the drained gate sees no connections");
+	else if ((r = tl_drain_conn_new(tl_bpf_accepted_map_fd(a->bpf), &a->clock, &a->drain_conn)) < 0)
+		tl_warn("drained gate: connection counts: %s: the gate sees no connections",
+			strerror(-r));
+	r = tl_drain_agent_new(&dc, a->loop, &a->drain);
+	if (r < 0) {
+		tl_error("drained gate: %s", strerror(-r));
+		return 1;
 	}
+	return 0;
+}
 
-	if (a->opts.listen && a->opts.listen[0] && strcmp(a->opts.listen, "off") != 0) {
-		struct tl_http_config hc = {
-			.listen = a->opts.listen,
-			.ready = agent_ready,
-			.ud = a,
-			.drain = a->drain,
-		};
+static int start_http(struct agent *a)
+{
+	struct tl_http_config hc = {
+		.listen = a->opts.listen,
+		.ready = agent_ready,
+		.ud = a,
+		.drain = a->drain,
+	};
+	char err[512] = "";
+	int r;
 
-		r = tl_http_new(&hc, a->loop, a->timelines, &a->http, err, sizeof(err));
-		if (r < 0) {
-			tl_error("%s", err[0] ? err : strerror(-r));
-			return 2;
-		}
-		tl_info("serving HTTP on %s (port %u)", a->opts.listen, tl_http_port(a->http));
+	if (!a->opts.listen || !a->opts.listen[0] || strcmp(a->opts.listen, "off") == 0)
+		return 0;
+	r = tl_http_new(&hc, a->loop, a->timelines, &a->http, err, sizeof(err));
+	if (r < 0) {
+		tl_error("%s", err[0] ? err : strerror(-r));
+		return 2;
 	}
+	tl_info("serving HTTP on %s (port %u)", a->opts.listen, tl_http_port(a->http));
+	return 0;
+}
 
-	r = tl_loop_add_timer(a->loop, CLOCK_RESAMPLE_MS, CLOCK_RESAMPLE_MS, on_clock_timer, a,
-			      &a->clock_timer);
+static int start_timers(struct agent *a)
+{
+	int r = tl_loop_add_timer(a->loop, CLOCK_RESAMPLE_MS, CLOCK_RESAMPLE_MS, on_clock_timer, a,
+				  &a->clock_timer);
+
 	if (r >= 0)
 		r = tl_loop_add_timer(a->loop, HOUSEKEEPING_MS, HOUSEKEEPING_MS, on_housekeeping, a,
 				      &a->housekeeping_timer);
 	if (r < 0) {
 		tl_error("timers: %s", strerror(-r));
 		return 1;
+	}
+	return 0;
+}
+
+static int (*const start_steps[])(struct agent *a) = {
+	start_metrics, start_clock,  start_loop,    start_emit_events, start_api,  start_bpf,
+	start_cgroups, start_timelines, start_capture, start_drain,     start_http, start_timers,
+};
+
+static int agent_start(struct agent *a)
+{
+	for (size_t i = 0; i < sizeof(start_steps) / sizeof(start_steps[0]); i++) {
+		int r = start_steps[i](a);
+
+		if (r)
+			return r;
 	}
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "macro.h"
 #include "metrics.h"
+#include "term-escape.h"
 
 /* Inbound exchanges of a Pod with an access log wait this long for the
  * proxy's record of the same request (it is written after the response,
@@ -183,8 +184,7 @@ static int set_conn(struct tl_event *ev, const struct tl_http_exchange *x)
 	if (x->peer.family)
 		r = tl_event_set_addr(ev, TL_F_HTTP_PEER, x->peer.family, x->peer.addr, x->peer.port);
 	if (r == 0 && x->conn_start_ns)
-		r = tl_event_set_i(ev, TL_F_HTTP_CONN_START,
-				   tl_clock_boot_to_real(&tl_clock_global, (uint64_t)x->conn_start_ns));
+		r = tl_event_set_i(ev, TL_F_HTTP_CONN_START, x->conn_start_ns);
 	if (r == 0 && x->conn_seq)
 		r = tl_event_set_i(ev, TL_F_HTTP_CONN, x->conn_seq);
 	if (r == 0 && x->conn_close)
@@ -326,7 +326,7 @@ static void join_kernel(struct tl_capture *c, const char *uid, const struct tl_a
 		tl_copy_str(ev->container_id, sizeof(ev->container_id), g->container_id);
 	if (tl_event_set_i(ev, TL_F_HTTP_START, best->start_ns) < 0 ||
 	    tl_event_set_i(ev, TL_F_HTTP_DURATION_MS, (best->end_ns - best->start_ns) / 1000000) < 0 ||
-	    tl_event_set_str(ev, "alsoSeenBy", "kernel") < 0 ||
+	    tl_event_set_s(ev, TL_F_HTTP_ALSO_SEEN_BY, "kernel", 6) < 0 ||
 	    (!ev->v[TL_F_HTTP_PEER].set && set_conn(ev, &best->x) < 0))
 		tl_metric_add("termline_http_join_errors_total", NULL, 1);
 	/* The socket saw no response (reset, closed): the log's status
@@ -335,6 +335,18 @@ static void join_kernel(struct tl_capture *c, const char *uid, const struct tl_a
 		tl_event_set_i(ev, TL_F_HTTP_STATUS, rec->status);
 	best->x.id[0] = '\0';
 	tl_metric_add("termline_http_joined_total", NULL, 1);
+}
+
+/* A symlinked Pod or container directory in the logs directory: not
+ * followed (pod-logs.h), said once. */
+static void on_log_dir_refused(void *ud _unused_, const char *root, const char *rel)
+{
+	char r[512], d[512];
+
+	tl_term_escape(r, sizeof(r), root, strlen(root));
+	tl_term_escape(d, sizeof(d), rel, strlen(rel));
+	tl_warn("access logs: %s/%s is a symlink: not followed out of %s", r, d, r);
+	tl_metric_add("termline_http_log_dirs_refused_total", NULL, 1);
 }
 
 static void on_log_record(void *ud, const struct tl_pod_log_source *src, int64_t t,
@@ -421,8 +433,8 @@ static struct window *find_window(struct tl_capture *c, const char *uid);
 static void on_exchange(void *ud, const struct tl_http_exchange *xr)
 {
 	struct tl_capture *c = ud;
-	int64_t start = tl_clock_boot_to_real(&tl_clock_global, (uint64_t)xr->start_ns);
-	int64_t end = tl_clock_boot_to_real(&tl_clock_global, (uint64_t)xr->end_ns);
+	int64_t off = c->cfg.clock ? c->cfg.clock->offset_ns : 0;
+	int64_t start = (int64_t)xr->start_ns + off, end = (int64_t)xr->end_ns + off;
 	struct tl_http_exchange xc = *xr;
 	const struct tl_http_exchange *x = &xc;
 	const char *uid;
@@ -436,6 +448,9 @@ static void on_exchange(void *ud, const struct tl_http_exchange *xr)
 		xc.conn_seq = *xr->conn_no;
 	}
 	xc.conn_no = NULL;
+	/* (the copy's times are UTC, as tl_capture_kernel_event takes them) */
+	if (xc.conn_start_ns)
+		xc.conn_start_ns += off;
 
 	if (c->cfg.mode == TL_HTTP_CAPTURE_ALWAYS &&
 	    !((uid = cgroup_pod(c, x->cgroup_id)) && find_window(c, uid)) && summarize(c, x, start)) {
@@ -478,13 +493,14 @@ static void on_exchange(void *ud, const struct tl_http_exchange *xr)
 /* Folded accepted connections go out as tcp.accepted events. */
 static void flush_accepts(struct tl_capture *c)
 {
+	int64_t off = c->cfg.clock ? c->cfg.clock->offset_ns : 0;
+
 	for (size_t i = 0; i < c->n_acc; i++) {
 		const struct accept_fold *a = &c->acc[i];
 		struct tl_event ev;
 		int r;
 
-		r = tl_event_init_kind(&ev, TL_KIND_TCP_ACCEPTED, TL_SRC_KERNEL,
-				       tl_clock_boot_to_real(&tl_clock_global, (uint64_t)a->first_ns));
+		r = tl_event_init_kind(&ev, TL_KIND_TCP_ACCEPTED, TL_SRC_KERNEL, a->first_ns + off);
 		if (r < 0)
 			continue;
 		ev.cgroup_id = a->cgroup_id;
@@ -492,8 +508,7 @@ static void flush_accepts(struct tl_capture *c)
 		r = r ?: tl_event_set_i(&ev, TL_F_ACC_PORT, a->peer.local_port);
 		r = r ?: tl_event_set_i(&ev, TL_F_ACC_COUNT, (int64_t)a->count);
 		if (r == 0 && a->count > 1)
-			r = tl_event_set_i(&ev, TL_F_ACC_LAST,
-					   tl_clock_boot_to_real(&tl_clock_global, (uint64_t)a->last_ns));
+			r = tl_event_set_i(&ev, TL_F_ACC_LAST, a->last_ns + off);
 		if (r < 0) {
 			tl_event_clear(&ev);
 			continue;
@@ -649,7 +664,7 @@ static void emit_preroll(struct tl_capture *c, const char *uid)
 			continue;
 		if (tl_capture_kernel_event(&p->x, p->start_ns, p->end_ns, &ev) < 0)
 			continue;
-		if (tl_event_set_bool(&ev, "preRoll", true) < 0) {
+		if (tl_event_set_i(&ev, TL_F_HTTP_PRE_ROLL, true) < 0) {
 			tl_event_clear(&ev);
 			continue;
 		}
@@ -886,6 +901,9 @@ static void describe_metrics(void)
 			   "Proxy access-log records recorded as http.request.");
 	tl_metric_describe("termline_http_log_records_dropped_total", TL_METRIC_COUNTER,
 			   "Proxy access-log records that could not be made into events.");
+	tl_metric_describe("termline_http_log_dirs_refused_total", TL_METRIC_COUNTER,
+			   "Pod or container directories of the logs directory that are symlinks: "
+			   "not followed (each counted once while it stays).");
 	tl_metric_describe("termline_http_kernel_requests_total", TL_METRIC_COUNTER,
 			   "Requests seen on Pod sockets recorded as http.request.");
 	tl_metric_describe("termline_http_kernel_requests_dropped_total", TL_METRIC_COUNTER,
@@ -971,6 +989,7 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 			.root = cfg->pod_logs_dir,
 			.container = cfg->log_container ? cfg->log_container
 							: TL_CAPTURE_LOG_CONTAINER_DEFAULT,
+			.on_refused = on_log_dir_refused,
 		};
 
 		r = tl_pod_logs_new(&pc, loop, on_log_record, c, &c->logs);

@@ -17,6 +17,8 @@ struct tl_capture;
 
 #define TL_CAPTURE_LOG_CONTAINER_DEFAULT TL_DEFAULT_ACCESS_LOG_CONTAINER /* options.h */
 
+struct tl_clock;
+
 struct tl_capture_config {
 	const char *pod_logs_dir;        /* NULL or "" : no access logs */
 	const char *log_container;       /* NULL = TL_CAPTURE_LOG_CONTAINER_DEFAULT */
@@ -31,6 +33,9 @@ struct tl_capture_config {
 	uint32_t ready_margin_s;         /* start window: until Ready + this; 0 = 10 */
 	uint32_t start_max_s;            /* start window without a Ready: 0 = 120 */
 	uint32_t linger_s;               /* termination window: until pod.deleted + this */
+	/* BOOTTIME -> UTC for the sockets' records, re-sampled by its owner;
+	 * NULL: their times stay BOOTTIME. */
+	const struct tl_clock *clock;
 };
 
 /* Loads the socket capture (unless off) and starts tailing access logs.
@@ -70,6 +75,7 @@ int tl_capture_poll_logs(struct tl_capture *c);
  * has no start time. 0 or -errno; ev is initialised by this call. */
 int tl_capture_log_event(const struct tl_pod_log_source *src, const struct tl_access_record *r,
 			 int64_t cri_ns, struct tl_event *ev);
-/* The event of one exchange seen on a socket; times are UTC ns. */
+/* The event of one exchange seen on a socket; times are UTC ns (its
+ * conn_start_ns too). */
 int tl_capture_kernel_event(const struct tl_http_exchange *x, int64_t start_ns, int64_t end_ns,
 			    struct tl_event *ev);

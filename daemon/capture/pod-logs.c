@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cri-log.h"
@@ -34,6 +36,14 @@ struct tfile {
 	bool seen;
 };
 
+/* A Pod or container directory that is a symlink: refused, and reported
+ * once while it stays. */
+struct refused {
+	struct refused *next;
+	char *rel;
+	bool seen;
+};
+
 struct tl_pod_logs {
 	char *root;
 	char *container;
@@ -44,6 +54,9 @@ struct tl_pod_logs {
 	tl_pod_log_cb cb;
 	void *ud;
 	struct tfile *files;
+	struct refused *refused;
+	size_t n_refused;
+	tl_pod_log_refused_cb on_refused;
 	bool scanned_once;
 	char *chunk;
 	struct tl_pod_logs_stats st;
@@ -109,11 +122,13 @@ static void read_file(struct tl_pod_logs *p, struct tfile *f)
 	}
 }
 
-static int tfile_open(struct tfile *f, bool at_end)
+/* name is one component of the container directory dfd: O_NOFOLLOW
+ * refuses a symlink. */
+static int tfile_open(struct tfile *f, int dfd, const char *name, bool at_end)
 {
 	struct stat st;
 
-	f->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	f->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (f->fd < 0)
 		return -errno;
 	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -125,6 +140,91 @@ static int tfile_open(struct tfile *f, bool at_end)
 	f->ino = st.st_ino;
 	f->off = at_end ? st.st_size : 0;
 	return 0;
+}
+
+static bool no_openat2;
+
+void tl_pod_logs_test_no_openat2(bool on)
+{
+	no_openat2 = on;
+}
+
+/* Opens the directory name (one component, from readdir) of the directory
+ * dfd without following a symlink: openat2 resolving beneath dfd with no
+ * symlink at all, or, where the kernel has no openat2 (before 5.6, or a
+ * seccomp filter refusing it), openat with O_NOFOLLOW, which for a single
+ * component is the same. Returns the fd, -ELOOP for a symlink, or -errno. */
+static int open_dir_beneath(int dfd, const char *name)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	struct stat st;
+	int fd = -1, e;
+
+	if (!no_openat2) {
+		fd = (int)syscall(SYS_openat2, dfd, name, &how, sizeof(how));
+		if (fd < 0 && (errno == ENOSYS || errno == EPERM || errno == E2BIG))
+			no_openat2 = true;
+	}
+	if (no_openat2)
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	if (fd >= 0)
+		return fd;
+	e = errno;
+	/* O_NOFOLLOW|O_DIRECTORY on a symlink says ENOTDIR: tell them apart */
+	if (e == ELOOP || ((e == ENOTDIR || e == EXDEV) &&
+			   fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)))
+		return -ELOOP;
+	return -e;
+}
+
+/* A refused directory (path relative to the root): counted and reported
+ * the first time; refusals are remembered up to max_files. */
+static void refuse(struct tl_pod_logs *p, const char *rel)
+{
+	struct refused *r;
+
+	for (r = p->refused; r; r = r->next) {
+		if (strcmp(r->rel, rel) == 0) {
+			r->seen = true;
+			return;
+		}
+	}
+	if (p->n_refused >= p->max_files)
+		return;
+	r = calloc(1, sizeof(*r));
+	if (!r || !(r->rel = strdup(rel))) {
+		free(r);
+		return;
+	}
+	r->seen = true;
+	r->next = p->refused;
+	p->refused = r;
+	p->n_refused++;
+	p->st.dirs_refused++;
+	if (p->on_refused)
+		p->on_refused(p->ud, p->root, rel);
+}
+
+static void refused_prune(struct tl_pod_logs *p)
+{
+	struct refused **rr = &p->refused;
+
+	while (*rr) {
+		struct refused *r = *rr;
+
+		if (r->seen) {
+			r->seen = false;
+			rr = &r->next;
+			continue;
+		}
+		*rr = r->next;
+		p->n_refused--;
+		free(r->rel);
+		free(r);
+	}
 }
 
 /* "<namespace>_<pod>_<uid>": neither a namespace nor a Pod name may hold
@@ -165,15 +265,18 @@ static struct tfile *find_file(struct tl_pod_logs *p, const char *path)
 	return NULL;
 }
 
-static void scan_container_dir(struct tl_pod_logs *p, const char *pod_name, const char *dir)
+/* dfd: the container directory (taken), dir its path. */
+static void scan_container_dir(struct tl_pod_logs *p, const char *pod_name, int dfd, const char *dir)
 {
-	DIR *d = opendir(dir);
+	DIR *d = fdopendir(dfd);
 	struct dirent *de;
 
-	if (!d)
+	if (!d) {
+		close(dfd);
 		return;
+	}
 	inotify_add_watch(p->ifd, dir, IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
-				       IN_MODIFY | IN_ONLYDIR);
+				       IN_MODIFY | IN_ONLYDIR | IN_DONT_FOLLOW);
 	while ((de = readdir(d))) {
 		char path[PATH_MAX];
 		struct tfile *f;
@@ -188,13 +291,14 @@ static void scan_container_dir(struct tl_pod_logs *p, const char *pod_name, cons
 			f->seen = true;
 			/* Rotated: the name now holds a new file. The old one
 			 * is read to its end first; it gets no more lines. */
-			if (stat(path, &st) == 0 && (st.st_ino != f->ino || st.st_dev != f->dev)) {
+			if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    (st.st_ino != f->ino || st.st_dev != f->dev)) {
 				read_file(p, f);
 				close(f->fd);
 				f->fd = -1;
 				tl_cri_reader_reset(f->rd);
 				p->st.rotations++;
-				if (tfile_open(f, false) < 0)
+				if (tfile_open(f, dfd, de->d_name, false) < 0)
 					f->seen = false;
 			}
 			continue;
@@ -209,7 +313,7 @@ static void scan_container_dir(struct tl_pod_logs *p, const char *pod_name, cons
 		f->fd = -1;
 		f->path = strdup(path);
 		if (!f->path || parse_pod_dir(pod_name, f) < 0 || tl_cri_reader_new(&f->rd) < 0 ||
-		    tfile_open(f, !p->scanned_once) < 0) {
+		    tfile_open(f, dfd, de->d_name, !p->scanned_once) < 0) {
 			tfile_free(f);
 			continue;
 		}
@@ -221,34 +325,64 @@ static void scan_container_dir(struct tl_pod_logs *p, const char *pod_name, cons
 	closedir(d);
 }
 
+/* The Pod directory name of the root rfd, and in it the container's
+ * directory, each opened beneath its parent without following a symlink:
+ * a symlink out of the logs directory is refused, not read. */
+static void scan_pod_dir(struct tl_pod_logs *p, int rfd, const char *name)
+{
+	char pod_dir[PATH_MAX], dir[PATH_MAX], rel[PATH_MAX];
+	int pfd, cfd;
+
+	if ((size_t)snprintf(pod_dir, sizeof(pod_dir), "%s/%s", p->root, name) >= sizeof(pod_dir) ||
+	    (size_t)snprintf(dir, sizeof(dir), "%s/%s", pod_dir, p->container) >= sizeof(dir))
+		return;
+	pfd = open_dir_beneath(rfd, name);
+	if (pfd == -ELOOP)
+		refuse(p, name);
+	if (pfd < 0)
+		return;
+	inotify_add_watch(p->ifd, pod_dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW);
+	cfd = open_dir_beneath(pfd, p->container);
+	if (cfd == -ELOOP && (size_t)snprintf(rel, sizeof(rel), "%s/%s", name, p->container) < sizeof(rel))
+		refuse(p, rel);
+	close(pfd);
+	if (cfd >= 0)
+		scan_container_dir(p, name, cfd, dir);
+}
+
 static void rescan(struct tl_pod_logs *p)
 {
-	DIR *d;
+	DIR *d = NULL;
 	struct dirent *de;
 	struct tfile **pp;
+	int rfd;
 
 	for (struct tfile *f = p->files; f; f = f->next)
 		f->seen = false;
-	d = opendir(p->root);
+	/* The root itself is the operator's choice: followed if a symlink. */
+	rfd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd >= 0) {
+		int lfd = dup(rfd);
+
+		d = lfd >= 0 ? fdopendir(lfd) : NULL;
+		if (!d && lfd >= 0)
+			close(lfd);
+	}
 	if (d) {
 		inotify_add_watch(p->ifd, p->root, IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM |
 						   IN_ONLYDIR);
 		while ((de = readdir(d))) {
-			char pod_dir[PATH_MAX], dir[PATH_MAX];
 			struct tfile probe;
 
 			if (de->d_name[0] == '.' || parse_pod_dir(de->d_name, &probe) < 0)
 				continue;
-			if ((size_t)snprintf(pod_dir, sizeof(pod_dir), "%s/%s", p->root, de->d_name) >=
-				    sizeof(pod_dir) ||
-			    (size_t)snprintf(dir, sizeof(dir), "%s/%s", pod_dir, p->container) >=
-				    sizeof(dir))
-				continue;
-			inotify_add_watch(p->ifd, pod_dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
-			scan_container_dir(p, de->d_name, dir);
+			scan_pod_dir(p, rfd, de->d_name);
 		}
 		closedir(d);
 	}
+	if (rfd >= 0)
+		close(rfd);
+	refused_prune(p);
 	p->scanned_once = true;
 	/* Files whose name is gone (Pod directory removed, renamed without a
 	 * successor yet): what they still hold is read, then they are closed. */
@@ -335,6 +469,7 @@ int tl_pod_logs_new(const struct tl_pod_logs_config *cfg, struct tl_loop *loop, 
 		return -ENOMEM;
 	p->ifd = -1;
 	p->cb = cb;
+	p->on_refused = cfg->on_refused;
 	p->ud = userdata;
 	p->loop = loop;
 	p->max_files = cfg->max_files ? cfg->max_files : 1024;
@@ -389,6 +524,13 @@ void tl_pod_logs_free(struct tl_pod_logs *p)
 
 		p->files = f->next;
 		tfile_free(f);
+	}
+	while (p->refused) {
+		struct refused *r = p->refused;
+
+		p->refused = r->next;
+		free(r->rel);
+		free(r);
 	}
 	free(p->root);
 	free(p->container);

@@ -14,7 +14,13 @@
  * is read to its end first) and truncation (read again from the start).
  * Pods whose directory exists when the tailer starts are read from the end
  * of their files (their past is not this agent's to report); directories and
- * files that appear later are read from their beginning. */
+ * files that appear later are read from their beginning.
+ *
+ * Everything below the root is opened beneath it without following a
+ * symlink (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, or O_NOFOLLOW per
+ * component where the kernel has no openat2): a Pod directory, container
+ * directory or log file that is a symlink is refused, never read. The root
+ * itself is followed. */
 struct tl_pod_logs;
 
 struct tl_pod_log_source {
@@ -30,11 +36,18 @@ struct tl_pod_log_source {
 typedef void (*tl_pod_log_cb)(void *userdata, const struct tl_pod_log_source *src,
 			      int64_t time_ns, const char *text, size_t len, bool cut);
 
+/* A Pod directory ("<ns>_<pod>_<uid>") or container directory
+ * ("<ns>_<pod>_<uid>/<container>") below root that is a symlink: refused.
+ * Called once per directory while it stays (again if it goes and comes
+ * back), with the userdata of the record callback. */
+typedef void (*tl_pod_log_refused_cb)(void *userdata, const char *root, const char *rel);
+
 struct tl_pod_logs_config {
 	const char *root;        /* --pod-logs-dir */
 	const char *container;   /* the container whose output is read, e.g. "istio-proxy" */
-	uint32_t max_files;      /* open files at most; 0 = 1024 */
+	uint32_t max_files;      /* open files at most (and refused directories remembered); 0 = 1024 */
 	uint32_t rescan_ms;      /* 0 = 1000 */
+	tl_pod_log_refused_cb on_refused; /* NULL = counted only */
 };
 
 /* The root need not exist yet (a node without Pods): it is looked for at
@@ -57,7 +70,11 @@ struct tl_pod_logs_stats {
 	uint64_t truncations;
 	uint64_t garbage_lines;  /* lines that were not CRI lines */
 	uint64_t files_refused;  /* over max_files */
+	uint64_t dirs_refused;   /* symlinked Pod or container directories, once each */
 };
 void tl_pod_logs_stats(const struct tl_pod_logs *p, struct tl_pod_logs_stats *ret);
 /* Whether a log file of the Pod (API UID) is being read. */
 bool tl_pod_logs_has_pod(const struct tl_pod_logs *p, const char *uid);
+/* For tests: resolve as on a kernel without openat2 (O_NOFOLLOW per
+ * component), process-wide. */
+void tl_pod_logs_test_no_openat2(bool on);

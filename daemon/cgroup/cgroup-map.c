@@ -43,6 +43,7 @@ struct entry {
 
 struct tl_cgroup_map {
 	struct tl_cgroup_map_callbacks cb;
+	struct tl_metric *m_unparsable, *m_tracked;
 	struct tl_loop *loop;
 	int ifd;              /* inotify, -1 until attached */
 	char full[PATH_MAX];  /* "<root>/<rel>" while walking; root alone at rest */
@@ -74,7 +75,7 @@ static bool is_container(const struct tl_cgroup_info *info)
 
 static void update_gauge(const struct tl_cgroup_map *map)
 {
-	tl_metric_set(METRIC_TRACKED, NULL, (int64_t)map->stats.pod_related);
+	tl_metric_put(map->m_tracked, (int64_t)map->stats.pod_related);
 }
 
 /* ---- mountinfo ---- */
@@ -425,7 +426,7 @@ static int walk(struct tl_cgroup_map *map, int depth)
 
 	if (tl_cgroup_path_parse(rel_of(map), &parsed) < 0) {
 		map->stats.unparsable++;
-		tl_metric_add(METRIC_UNPARSABLE, NULL, 1);
+		tl_metric_inc(map->m_unparsable, 1);
 		return 0;
 	}
 	fd = open(full_of(map), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -646,12 +647,13 @@ int tl_cgroup_map_new(const char *root, const struct tl_cgroup_map_callbacks *cb
 	while (rl > 0 && map->full[rl - 1] == '/')
 		map->full[--rl] = '\0';
 	map->root_len = rl;
+	map->m_unparsable = tl_metric_new(METRIC_UNPARSABLE, NULL, TL_METRIC_COUNTER,
+					  "cgroup directories whose kubelet/runtime names did not parse");
+	map->m_tracked = tl_metric_new(METRIC_TRACKED, NULL, TL_METRIC_GAUGE,
+				       "cgroup directories tracked that belong to a pod");
 	r = grow(map);
 	if (r < 0)
 		goto fail;
-	tl_metric_describe(METRIC_UNPARSABLE, TL_METRIC_COUNTER,
-			   "cgroup directories whose kubelet/runtime names did not parse");
-	tl_metric_describe(METRIC_TRACKED, TL_METRIC_GAUGE, "cgroup directories tracked that belong to a pod");
 	*ret = map;
 	return 0;
 fail:

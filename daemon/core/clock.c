@@ -8,8 +8,6 @@
 
 #include "clock.h"
 
-struct tl_clock tl_clock_global;
-
 static int64_t read_ns(clockid_t id)
 {
 	struct timespec ts;

@@ -17,8 +17,6 @@ static inline int64_t tl_clock_boot_to_real(const struct tl_clock *c, uint64_t b
 {
 	return (int64_t)boot_ns + c->offset_ns;
 }
-/* The process-wide clock the daemon samples; modules read it. */
-extern struct tl_clock tl_clock_global;
 
 int64_t tl_now_real_ns(void);
 int64_t tl_now_boot_ns(void);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,5 +108,79 @@ int tl_write_all(int fd, const void *p, size_t len, size_t *ret_done)
 	}
 	if (ret_done)
 		*ret_done = done;
+	return r;
+}
+
+bool tl_file_is_temp(const char *name)
+{
+	size_t n = strlen(name), p = strlen(TL_FILE_TMP_PREFIX), x = strlen(TL_FILE_TMP_SUFFIX);
+
+	return n == p + 6 + x && strncmp(name, TL_FILE_TMP_PREFIX, p) == 0 &&
+	       strcmp(name + n - x, TL_FILE_TMP_SUFFIX) == 0;
+}
+
+int tl_file_temp(const char *dir, char *tmp, size_t size)
+{
+	int n, fd;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	n = snprintf(tmp, size, "%s/" TL_FILE_TMP_PREFIX "XXXXXX" TL_FILE_TMP_SUFFIX, dir);
+	if (n < 0 || (size_t)n >= size) {
+		if (size)
+			tmp[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	fd = mkostemps(tmp, (int)strlen(TL_FILE_TMP_SUFFIX), O_CLOEXEC);
+	if (fd < 0) {
+		n = -errno;
+		tmp[0] = '\0';
+		return n;
+	}
+	return fd;
+}
+
+int tl_file_commit(int fd, const char *tmp, const char *path, const char *dir, bool *renamed)
+{
+	int dfd, r = 0;
+
+	*renamed = false;
+	if (fchmod(fd, 0644) < 0 || fdatasync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		return r;
+	*renamed = true;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	if (fsync(dfd) < 0)
+		r = -errno;
+	close(dfd);
+	return r;
+}
+
+int tl_file_write_atomic(const char *dir, const char *file, const char *data, size_t len)
+{
+	char tmp[PATH_MAX], dst[PATH_MAX];
+	bool renamed = false;
+	int fd, r, n;
+
+	n = snprintf(dst, sizeof(dst), "%s/%s", dir, file);
+	if (n < 0 || (size_t)n >= sizeof(dst))
+		return -ENAMETOOLONG;
+	fd = tl_file_temp(dir, tmp, sizeof(tmp));
+	if (fd < 0)
+		return fd;
+	r = tl_write_all(fd, data, len, NULL);
+	if (r < 0)
+		close(fd);
+	else
+		r = tl_file_commit(fd, tmp, dst, dir, &renamed);
+	if (r < 0 && !renamed)
+		unlink(tmp);
 	return r;
 }

@@ -13,8 +13,8 @@
 #define MAX_SERIES_PER_FAMILY 256
 
 struct series {
-	char *labels; /* "" for none */
-	int64_t value;
+	struct tl_metric cell; /* first: a handle is a pointer to it */
+	char *labels;          /* "" for none */
 	struct series *next;
 };
 
@@ -111,7 +111,7 @@ void tl_metric_add(const char *name, const char *labels, uint64_t delta)
 	struct series *s = f ? find_series(f, labels, true) : NULL;
 
 	if (s)
-		s->value += (int64_t)delta;
+		s->cell.value += (int64_t)delta;
 }
 
 void tl_metric_set(const char *name, const char *labels, int64_t value)
@@ -120,15 +120,31 @@ void tl_metric_set(const char *name, const char *labels, int64_t value)
 	struct series *s = f ? find_series(f, labels, true) : NULL;
 
 	if (s)
-		s->value = value;
+		s->cell.value = value;
+}
+
+struct tl_metric *tl_metric_new(const char *name, const char *labels, enum tl_metric_kind kind,
+				const char *help)
+{
+	struct family *f;
+	struct series *s;
+
+	tl_metric_describe(name, kind, help);
+	f = find_family(name, true, kind);
+	s = f ? find_series(f, labels, true) : NULL;
+	return s ? &s->cell : NULL;
 }
 
 int64_t *tl_metric_cell(const char *name, const char *labels, enum tl_metric_kind kind)
 {
-	struct family *f = find_family(name, true, kind);
-	struct series *s = f ? find_series(f, labels, true) : NULL;
+	struct tl_metric *m = tl_metric_new(name, labels, kind, NULL);
 
-	return s ? &s->value : NULL;
+	return m ? &m->value : NULL;
+}
+
+int64_t tl_metric_value(const struct tl_metric *m)
+{
+	return m ? m->value : 0;
 }
 
 int64_t tl_metric_get(const char *name, const char *labels)
@@ -136,7 +152,7 @@ int64_t tl_metric_get(const char *name, const char *labels)
 	struct family *f = find_family(name, false, TL_METRIC_COUNTER);
 	struct series *s = f ? find_series(f, labels, false) : NULL;
 
-	return s ? s->value : 0;
+	return s ? s->cell.value : 0;
 }
 
 static void write_help(FILE *out, const char *help)
@@ -163,9 +179,9 @@ int tl_metrics_render(FILE *out)
 			fprintf(out, "%s 0\n", f->name);
 		for (struct series *s = f->series; s; s = s->next) {
 			if (s->labels[0])
-				fprintf(out, "%s{%s} %lld\n", f->name, s->labels, (long long)s->value);
+				fprintf(out, "%s{%s} %lld\n", f->name, s->labels, (long long)s->cell.value);
 			else
-				fprintf(out, "%s %lld\n", f->name, (long long)s->value);
+				fprintf(out, "%s %lld\n", f->name, (long long)s->cell.value);
 		}
 	}
 	return ferror(out) ? -EIO : 0;

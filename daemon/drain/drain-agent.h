@@ -2,18 +2,18 @@
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
-#include <microhttpd.h>
 
+#include "drain.h"
 #include "event.h"
 #include "loop.h"
 
 /* The agent side of the preStop gate (docs/drain.md): keeps the drained
  * condition (drain.h) of every Pod the agent hears about, fed from the
  * events passing through the agent's sink and from the kernel's connection
- * counters, and answers GET /v1/pods/{uid}/drained?quiet=D&timeout=D as a
- * long-poll on the loop: the MHD connection is suspended, and resumed from
- * the loop's timer when the Pod is drained (200) or the timeout passes
- * (504), or dropped as soon as its client goes. */
+ * counters, and answers waits for a Pod to be drained: at once when it is,
+ * else from the loop's timer when it becomes drained or the wait's timeout
+ * passes. The HTTP server (http/) speaks the wire: it asks, and writes the
+ * typed answer. */
 struct tl_drain_agent;
 
 struct tl_drain_agent_config {
@@ -60,20 +60,47 @@ void tl_drain_agent_endpoint(struct tl_drain_agent *d, const char *uid, const ch
 			     const char *service, bool ready, bool serving, bool terminating, int64_t t);
 /* Whether some wait is pending (the kernel counters need reading). */
 unsigned tl_drain_agent_waiters(const struct tl_drain_agent *d);
+/* Pods whose facts are kept now: those the API knows (pod_known), until
+ * their Pod ends (pod.deleted, pod.cgroups_removed) with no wait pending. */
+unsigned tl_drain_agent_pods(const struct tl_drain_agent *d);
 
-/* HTTP glue, called by the server (http-server.c): path is the URL after
- * "/v1/pods/"; con_cls is MHD's per-request pointer. The server must run
- * MHD with MHD_ALLOW_SUSPEND_RESUME. */
-enum MHD_Result tl_drain_agent_http(struct tl_drain_agent *d, struct MHD_Connection *conn,
-				    const char *path, void **con_cls);
-/* How to run the server once waits were resumed (MHD_run plus the
- * server's own timer); set by the server. */
-void tl_drain_agent_set_runner(struct tl_drain_agent *d, void (*run)(void *ud), void *ud);
-/* MHD_OPTION_NOTIFY_COMPLETED: frees what tl_drain_agent_http left. */
-void tl_drain_agent_http_completed(struct tl_drain_agent *d, void **con_cls);
-/* Before MHD_stop_daemon: every pending wait is answered 503 (the agent is
- * stopping; termline-wait retries against the next one). */
+/* ---- waits ---- */
+
+enum tl_drain_outcome {
+	TL_DRAIN_DRAINED,   /* 200 */
+	TL_DRAIN_TIMEOUT,   /* 504 */
+	TL_DRAIN_STOPPING,  /* 503: the agent stops; termline-wait asks the next one */
+	TL_DRAIN_ABANDONED, /* the client left (no answer is written) */
+};
+
+/* A wait's answer, typed: the verdict at the answer's time and the facts
+ * it rests on (docs/drain.md says the body). Valid during the callback. */
+struct tl_drain_answer {
+	enum tl_drain_outcome outcome;
+	const char *uid;
+	const struct tl_drain_state *st;
+	struct tl_drain_verdict v;
+	const char *held_by; /* the condition that held the gate last */
+	int64_t quiet_ms;
+	int64_t started_ns, answered_ns;
+	char summary[512];   /* the same in a sentence */
+};
+
+typedef void (*tl_drain_answer_fn)(void *ud, const struct tl_drain_answer *a);
+struct tl_drain_wait;
+
+/* Waits for the Pod uid (at most TL_UID_MAX - 1 bytes of [0-9a-fA-F-]) to
+ * be drained for quiet_ms, at most timeout_ms (1 .. TL_DRAIN_MAX_TIMEOUT_MS).
+ * 0: drained already, answered (answer was called before the return);
+ * 1: pending in *ret: answer is called once, later, from the loop.
+ * -EINVAL (a malformed uid or duration), -EAGAIN (Pods and slices not
+ * listed yet), -ENOENT (a Pod the API does not know), -EBUSY (too many
+ * pending waits: counted), -ENOMEM. */
+int tl_drain_agent_wait(struct tl_drain_agent *d, const char *uid, int64_t quiet_ms,
+			int64_t timeout_ms, tl_drain_answer_fn answer, void *ud,
+			struct tl_drain_wait **ret);
+/* The client of a pending wait left: it ends now (drain.wait_ended
+ * "abandoned"), answer is not called, w is freed. */
+void tl_drain_wait_abandon(struct tl_drain_wait *w);
+/* Every pending wait is answered "stopping" (before the server stops). */
 void tl_drain_agent_release_all(struct tl_drain_agent *d);
-
-/* "1.5s", "500ms", "2m", "3" (seconds) -> ms. 0 or -EINVAL. */
-int tl_drain_parse_duration(const char *s, int64_t *ret_ms);

@@ -28,12 +28,13 @@ struct seen {
 
 struct tl_drain_conn {
 	int map_fd;
+	const struct tl_clock *clock;
 	struct seen *seen;
 	size_t nseen;
 	bool no_batch;
 };
 
-int tl_drain_conn_new(int map_fd, struct tl_drain_conn **ret)
+int tl_drain_conn_new(int map_fd, const struct tl_clock *clock, struct tl_drain_conn **ret)
 {
 	struct tl_drain_conn *c;
 
@@ -47,6 +48,7 @@ int tl_drain_conn_new(int map_fd, struct tl_drain_conn **ret)
 		free(c);
 		return -ENOMEM;
 	}
+	c->clock = clock;
 	c->map_fd = map_fd;
 	*ret = c;
 	return 0;
@@ -95,7 +97,7 @@ static int report(struct tl_drain_conn *c, uint64_t key, const struct tl_conn_co
 		s->count = 0; /* evicted from the LRU and counted afresh */
 	if (v->count == s->count)
 		return 0;
-	cb(ud, key, v->count - s->count, tl_clock_boot_to_real(&tl_clock_global, v->last_ns));
+	cb(ud, key, v->count - s->count, tl_clock_boot_to_real(c->clock, v->last_ns));
 	s->count = v->count;
 	return 1;
 }

@@ -9,8 +9,11 @@
  * (docs/drain.md). */
 struct tl_drain_conn;
 
-/* A reader of the map map_fd (not owned: it must outlive the reader). */
-int tl_drain_conn_new(int map_fd, struct tl_drain_conn **ret);
+/* A reader of the map map_fd (not owned: it must outlive the reader); the
+ * counters' times are BOOTTIME, turned to UTC with clock (re-sampled by
+ * its owner, read at each poll). */
+struct tl_clock;
+int tl_drain_conn_new(int map_fd, const struct tl_clock *clock, struct tl_drain_conn **ret);
 void tl_drain_conn_free(struct tl_drain_conn *c);
 
 /* Calls cb for every cgroup whose count grew since the previous poll, with

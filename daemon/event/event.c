@@ -294,66 +294,49 @@ static int parse_addr(const char *s, bool with_port, uint16_t *family, uint8_t a
 	return -EINVAL;
 }
 
-int tl_event_set_str(struct tl_event *ev, const char *key, const char *val)
+int tl_event_set_text(struct tl_event *ev, unsigned slot, const char *val)
 {
-	int slot = tl_kind_field(ev->kind, key);
-	const struct tl_field_info *f;
+	const struct tl_field_info *f = slot_info(ev, slot);
 	uint8_t addr[16];
 	uint16_t family, port;
 	int64_t i;
+	char *end;
 
-	if (slot < 0 || (!val && tl_kinds[ev->kind].fields[slot].type != TL_FT_SIGNAME))
-		return set_extra(ev, key, val ? json_object_new_string(val) : NULL, !val);
-	f = &tl_kinds[ev->kind].fields[slot];
+	if (!f || !val)
+		return -EINVAL;
 	switch (f->type) {
 	case TL_FT_STR:
 	case TL_FT_ID:
-		return tl_event_set_s(ev, (unsigned)slot, val, strlen(val));
+		return tl_event_set_s(ev, slot, val, strlen(val));
+	case TL_FT_INT:
+		errno = 0;
+		i = strtoll(val, &end, 10);
+		if (errno || end == val || *end)
+			return -EINVAL;
+		return tl_event_set_i(ev, slot, i);
+	case TL_FT_BOOL:
+		if (strcmp(val, "true") != 0 && strcmp(val, "false") != 0)
+			return -EINVAL;
+		return tl_event_set_i(ev, slot, val[0] == 't');
 	case TL_FT_SIGNAME:
-		/* null: a number with no name; encoded as null again */
-		if (!val)
-			return tl_event_set_i(ev, (unsigned)slot, 0);
 		if (parse_signame(val, &i) < 0)
 			return -EINVAL;
-		return tl_event_set_i(ev, (unsigned)slot, i);
+		return tl_event_set_i(ev, slot, i);
 	case TL_FT_SIGRESULT:
 		if (parse_sigresult(val, &i) < 0)
 			return -EINVAL;
-		return tl_event_set_i(ev, (unsigned)slot, i);
+		return tl_event_set_i(ev, slot, i);
 	case TL_FT_TIME:
 		if (tl_time_parse(val, &i) < 0)
 			return -EINVAL;
-		return tl_event_set_i(ev, (unsigned)slot, i);
+		return tl_event_set_i(ev, slot, i);
 	case TL_FT_ADDR:
 	case TL_FT_ENDPOINT:
 		if (parse_addr(val, f->type == TL_FT_ENDPOINT, &family, addr, &port) < 0)
 			return -EINVAL;
-		return tl_event_set_addr(ev, (unsigned)slot, family, addr, port);
-	default:
-		return -EINVAL;
+		return tl_event_set_addr(ev, slot, family, addr, port);
 	}
-}
-
-int tl_event_set_int(struct tl_event *ev, const char *key, int64_t val)
-{
-	int slot = tl_kind_field(ev->kind, key);
-
-	if (slot < 0)
-		return set_extra(ev, key, json_object_new_int64(val), false);
-	if (tl_kinds[ev->kind].fields[slot].type == TL_FT_BOOL)
-		return -EINVAL;
-	return tl_event_set_i(ev, (unsigned)slot, val);
-}
-
-int tl_event_set_bool(struct tl_event *ev, const char *key, bool val)
-{
-	int slot = tl_kind_field(ev->kind, key);
-
-	if (slot < 0)
-		return set_extra(ev, key, json_object_new_boolean(val), false);
-	if (tl_kinds[ev->kind].fields[slot].type != TL_FT_BOOL)
-		return -EINVAL;
-	return tl_event_set_i(ev, (unsigned)slot, val);
+	return -EINVAL;
 }
 
 int tl_event_copy(const struct tl_event *src, struct tl_event *ret)
@@ -603,7 +586,7 @@ static int set_from_json(struct tl_event *ev, const char *key, struct json_objec
 	case json_type_string:
 		if (t == TL_FT_INT || t == TL_FT_BOOL)
 			return -EINVAL;
-		return tl_event_set_str(ev, key, json_object_get_string(val));
+		return tl_event_set_text(ev, (unsigned)slot, json_object_get_string(val));
 	case json_type_int:
 		if (t != TL_FT_INT)
 			return -EINVAL;
@@ -660,4 +643,36 @@ int tl_event_from_json(struct json_object *obj, struct tl_event *ret)
 bad:
 	tl_event_clear(ret);
 	return -EINVAL;
+}
+
+int tl_event_extra_to_slots(struct tl_event *ev)
+{
+	struct json_object *extra = ev->extra, *keep;
+	int r = 0;
+
+	if (!extra)
+		return 0;
+	keep = json_object_new_object();
+	if (!keep)
+		return -ENOMEM;
+	ev->extra = NULL;
+	json_object_object_foreach(extra, key, val)
+	{
+		int slot = tl_kind_field(ev->kind, key);
+
+		if (slot >= 0 && ev->v[slot].set)
+			continue; /* the slot's own value wins */
+		if (slot >= 0)
+			r = set_from_json(ev, key, val);
+		else if (json_object_object_add(keep, key, json_object_get(val)) < 0)
+			r = -ENOMEM;
+		if (r < 0)
+			break;
+	}
+	json_object_put(extra);
+	if (r == 0 && json_object_object_length(keep) > 0 && !ev->extra)
+		ev->extra = keep;
+	else
+		json_object_put(keep);
+	return r;
 }

@@ -15,11 +15,12 @@
  *   ev.cgroup_id = cgroup;  (or pod_uid / container_id when known)
  *   tl_emit(emitter, &ev);   // the sink attributes, records and clears it
  *
- * Each kind's fields are slots 0..n-1 in the order of its row in the table
- * (tl_kinds[kind].fields); the TL_F_* constants name them. A slot left unset
- * is absent from the JSON. Setting by name (tl_event_set_str/int/bool) is
- * for producers that decode text (the API side, journal readers): a name
- * the kind does not list is kept as an open-ended extra field.
+ * Each kind's fields are slots 0..n-1 in the order of its field list in the
+ * kind table (kinds.h); the TL_F_* constants name them. A slot left unset
+ * is absent from the JSON. Every field is set by its slot: a misspelt one
+ * does not compile. The decoder (tl_event_from_json) finds slots by name,
+ * and keeps a name the kind does not list (a document or journal of
+ * another version) as an open-ended extra field.
  *
  * A struct tl_event is an in-flight value: it lives on the producer's stack,
  * owns its strings (in sbuf) and at most one json-c object (extra, NULL for
@@ -31,142 +32,9 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "kinds.h"
 #include "signals.h"
 #include "tl-buf.h"
-
-enum tl_source { TL_SRC_API = 0, TL_SRC_KERNEL = 1, TL_SRC_LOG = 2, TL_SRC_MAX = 3 };
-
-/* Every kind the agent records. Numbers are stored in journals: append new
- * kinds before TL_KIND_MAX, never renumber. */
-enum tl_kind {
-	TL_KIND_NONE = 0,
-	TL_KIND_POD_DELETION_REQUESTED = 1,
-	TL_KIND_POD_CONDITION = 2,
-	TL_KIND_CONTAINER_TERMINATED = 3,
-	TL_KIND_POD_DELETED = 4,
-	TL_KIND_ENDPOINT_CONDITION = 5,
-	TL_KIND_ENDPOINT_REMOVED = 6,
-	TL_KIND_PROCESS_SIGNAL = 7,
-	TL_KIND_PROCESS_SIGNAL_DELIVERED = 8,
-	TL_KIND_PROCESS_EXEC = 9,
-	TL_KIND_PROCESS_EXIT = 10,
-	TL_KIND_SOCKET_LISTEN = 11,
-	TL_KIND_SOCKET_LISTEN_CLOSED = 12,
-	TL_KIND_TCP_RESET_SENT = 13,
-	TL_KIND_TCP_RESET_RECEIVED = 14,
-	TL_KIND_POD_CGROUPS_REMOVED = 15,
-	TL_KIND_HTTP_REQUEST = 16,
-	TL_KIND_EVENTS_AGGREGATED = 17,
-	/* The preStop gate's wait on GET /v1/pods/{uid}/drained (docs/drain.md). */
-	TL_KIND_DRAIN_WAIT_STARTED = 18,
-	TL_KIND_DRAIN_WAIT_ENDED = 19,
-	/* When HTTP capture on a Pod's sockets was on (docs/http-capture.md). */
-	TL_KIND_HTTP_CAPTURE = 20,
-	/* --http-capture always, outside a Pod's windows: requests per second. */
-	TL_KIND_HTTP_SUMMARY = 21,
-	/* Connections accepted by a Pod in its termination window, per peer
-	 * address and second (docs/http-capture.md). */
-	TL_KIND_TCP_ACCEPTED = 22,
-	/* 23..: kinds added later. */
-	TL_KIND_MAX = 23,
-};
-
-/* How a field is held in the event and written in JSON. */
-enum tl_ftype {
-	TL_FT_INT = 1,    /* int64 -> number */
-	TL_FT_BOOL,       /* -> true/false */
-	TL_FT_STR,        /* string -> "..." (interned in the store) */
-	TL_FT_SIGNAME,    /* int signo -> "SIGTERM" (from the same slot's value) */
-	TL_FT_SIGRESULT,  /* enum trace_signal_result -> "delivered", "ignored", ... */
-	TL_FT_ADDR,       /* family + 16 bytes -> "10.1.2.3" / "fd00::1" */
-	TL_FT_ENDPOINT,   /* family + 16 bytes + port -> "10.1.2.3:80" / "[fd00::1]:80" */
-	TL_FT_TIME,       /* int64 ns since the epoch -> RFC 3339 string */
-	TL_FT_ID,         /* string unique per event (request IDs): like STR, but kept
-			   * in the event's own bytes, not interned; encoded as null
-			   * when unset */
-};
-
-/* tl_kind_info.flags */
-#define TL_KF_LIFECYCLE 0x1   /* the contract's required facts: kept up to the hard cap */
-#define TL_KF_TERMINATION 0x2 /* may start termination (deletion; signal: SIGTERM/SIGKILL) */
-#define TL_KF_HIGH_RATE 0x4   /* can arrive at kernel rates; folded first past the cap */
-#define TL_KF_ENDS_POD 0x8    /* the Pod is gone: starts the timeline's linger */
-
-#define TL_FIELDS_MAX 16
-
-struct tl_field_info {
-	const char *name; /* JSON key */
-	enum tl_ftype type;
-};
-
-struct tl_kind_info {
-	const char *name;          /* "process.signal" */
-	enum tl_source source;     /* the usual source (http.request: kernel or log) */
-	uint32_t flags;            /* TL_KF_* */
-	uint8_t n_fields;
-	struct tl_field_info fields[TL_FIELDS_MAX];
-};
-
-/* Indexed by enum tl_kind; row 0 (TL_KIND_NONE) has a NULL name. */
-extern const struct tl_kind_info tl_kinds[TL_KIND_MAX];
-
-/* Slots per kind (index into tl_kinds[kind].fields and tl_event.v). */
-enum { TL_F_DELREQ_GRACE = 0, TL_F_DELREQ_DELETION_TS };
-enum { TL_F_COND_CONDITION = 0, TL_F_COND_STATUS, TL_F_COND_REASON, TL_F_COND_LAST_TRANSITION };
-enum { TL_F_TERM_EXIT_CODE = 0, TL_F_TERM_REASON, TL_F_TERM_SIGNAL, TL_F_TERM_STARTED,
-       TL_F_TERM_FINISHED };
-enum { TL_F_DELETED_OBSERVED_BY = 0 };
-enum { TL_F_EP_SERVICE = 0, TL_F_EP_SLICE, TL_F_EP_READY, TL_F_EP_SERVING, TL_F_EP_TERMINATING,
-       TL_F_EP_ADDRESS };
-/* process.signal and process.signal_delivered share their first four slots. */
-enum { TL_F_SIG_SIGNAL = 0, TL_F_SIG_SIGNO, TL_F_SIG_PID, TL_F_SIG_COMM, TL_F_SIG_SENDER_PID,
-       TL_F_SIG_SENDER_COMM, TL_F_SIG_RESULT };
-enum { TL_F_EXEC_PID = 0, TL_F_EXEC_COMM, TL_F_EXEC_FILENAME };
-enum { TL_F_EXIT_PID = 0, TL_F_EXIT_COMM, TL_F_EXIT_CODE, TL_F_EXIT_SIGNAL };
-enum { TL_F_LISTEN_ADDRESS = 0, TL_F_LISTEN_PORT };
-enum { TL_F_RESET_LOCAL = 0, TL_F_RESET_REMOTE };
-enum { TL_F_CGREMOVED_CGROUP = 0 };
-/* The design contract's http.request; error: why no response (capture side);
- * peer, connStart, conn: the connection it came on (its remote end, when it
- * was established, its number in the timeline); connClose: the response
- * said "Connection: close". */
-enum { TL_F_HTTP_REQUEST_ID = 0, TL_F_HTTP_METHOD, TL_F_HTTP_PATH, TL_F_HTTP_STATUS,
-       TL_F_HTTP_START, TL_F_HTTP_DURATION_MS, TL_F_HTTP_DIRECTION, TL_F_HTTP_RESPONSE_FLAGS,
-       TL_F_HTTP_ERROR, TL_F_HTTP_PEER, TL_F_HTTP_CONN_START, TL_F_HTTP_CONN,
-       TL_F_HTTP_CONN_CLOSE };
-/* tcp.accepted: count connections from peer (the first one's port) to the
- * local port, the first at the event's time and the last at last. */
-enum { TL_F_ACC_PEER = 0, TL_F_ACC_PORT, TL_F_ACC_COUNT, TL_F_ACC_LAST };
-enum { TL_F_CAPTURE_STATE = 0, TL_F_CAPTURE_WINDOW };
-enum { TL_F_HSUM_INTERVAL_MS = 0, TL_F_HSUM_COUNT, TL_F_HSUM_FAILED, TL_F_HSUM_DIRECTION };
-enum { TL_F_AGG_TYPE = 0, TL_F_AGG_INTERVAL_MS, TL_F_AGG_COUNT, TL_F_AGG_FAILED };
-enum { TL_F_DRAIN_QUIET_MS = 0, TL_F_DRAIN_TIMEOUT_MS };
-/* outcome: drained|timeout|abandoned|agent_stopping; heldBy: the condition
- * that held the gate last (deletion|endpoint|traffic|quiet). */
-enum { TL_F_DRAIN_OUTCOME = 0, TL_F_DRAIN_HELD_BY, TL_F_DRAIN_HELD_MS, TL_F_DRAIN_CONNECTIONS,
-       TL_F_DRAIN_REQUESTS, TL_F_DRAIN_OUT_OF_ROTATION, TL_F_DRAIN_LAST_TRAFFIC };
-
-const char *tl_kind_name(enum tl_kind k); /* "unknown" out of range */
-/* The decoder's name lookup: the one place a kind is found by its name.
- * TL_KIND_NONE when unknown. */
-enum tl_kind tl_kind_parse(const char *name);
-static inline bool tl_kind_has(enum tl_kind k, uint32_t flag)
-{
-	return (unsigned)k < TL_KIND_MAX && (tl_kinds[k].flags & flag);
-}
-/* Slot of the field called name in kind k, or -1. */
-int tl_kind_field(enum tl_kind k, const char *name);
-
-const char *tl_source_name(enum tl_source s);
-int tl_source_parse(const char *s, enum tl_source *ret);
-
-/* tl_signal_name(): signals.h, the one table of signal names. */
-/* enum trace_signal_result: "delivered", "ignored", ..., "unknown". */
-const char *tl_signal_result_name(uint32_t result);
-
-/* A container id as the API writes it, "containerd://abc" -> "abc" (the
- * form cgroup paths and events carry); a bare id as is. */
-const char *tl_container_id_bare(const char *id);
 
 #define TL_UID_MAX 64
 #define TL_CONTAINER_ID_MAX 96
@@ -214,7 +82,7 @@ struct tl_event {
 /* Sets up ev for kind k (strings empty, no field set). Cheap: the string
  * buffer is not cleared. 0 or -EINVAL for an unknown kind. */
 int tl_event_init_kind(struct tl_event *ev, enum tl_kind k, enum tl_source source, int64_t time_ns);
-/* By name, for text producers: -EINVAL for an unknown type. */
+/* By the kind's name, for decoders of text: -EINVAL for an unknown type. */
 int tl_event_init(struct tl_event *ev, enum tl_source source, const char *type, int64_t time_ns);
 /* Releases extra; accepts a zeroed event. The event may be reused after
  * another init. */
@@ -234,13 +102,10 @@ int tl_event_set_addr(struct tl_event *ev, unsigned slot, uint16_t family, const
  * at srclen. */
 int tl_event_set_bytes_utf8(struct tl_event *ev, unsigned slot, const uint8_t *src, size_t srclen);
 
-/* By field name: the kind's slot when it lists the name (converted to the
- * slot's type: an int for SIGNAME/SIGRESULT/TIME slots is taken as is, a
- * string is parsed), else an extra field. A NULL string stores JSON null in
- * extra. 0, -EINVAL (wrong type), -ENOMEM, -E2BIG. */
-int tl_event_set_str(struct tl_event *ev, const char *key, const char *val);
-int tl_event_set_int(struct tl_event *ev, const char *key, int64_t val);
-int tl_event_set_bool(struct tl_event *ev, const char *key, bool val);
+/* A slot from its JSON text form, parsed for the slot's type: "SIGTERM",
+ * "ignored", "10.1.2.3", "[fd00::1]:80", an RFC 3339 time, or a string as
+ * is. 0, -EINVAL (not text of that type), -E2BIG. */
+int tl_event_set_text(struct tl_event *ev, unsigned slot, const char *text);
 
 /* Reads a slot: the int (INT, BOOL, SIGNAME, SIGRESULT, TIME) or string
  * (NUL-terminated; tl_value.slen is its length). false / NULL when unset. */
@@ -256,6 +121,10 @@ struct json_object *tl_event_to_json(const struct tl_event *ev, bool with_ids);
 /* The decoder: a JSON event object (with or without ids) -> ev. Known
  * fields of the wrong type and unknown types are -EINVAL. */
 int tl_event_from_json(struct json_object *obj, struct tl_event *ret);
+/* The fields of extra the kind lists now (written by an agent before they
+ * had a slot: alsoSeenBy, preRoll) move to their slots; a set slot wins.
+ * 0, -EINVAL, -ENOMEM. */
+int tl_event_extra_to_slots(struct tl_event *ev);
 
 /* ---- compact form (store, journal) ----
  *

@@ -1,78 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The kind table: every event kind, its usual source, its fields in slot
- * order and how each is written. docs/timeline-format.md is generated from
- * the same list by hand: keep both in step. */
+/* The kind table (kinds.h) and the lookups by name. docs/timeline-format.md
+ * lists the same kinds and fields: keep both in step. */
 #include <errno.h>
-#include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
-#include "event.h"
+#include "kinds.h"
 
-#define LIFE TL_KF_LIFECYCLE
-#define F(n, t) { n, TL_FT_##t }
+/* The table, from the list of kinds.h: a row per kind, its fields from
+ * its field list. */
+#define FIELD_INFO(slot, key, type) { key, TL_FT_##type },
+#define KIND_ROW(e, n, nm, src, flags, list) \
+	[TL_KIND_##e] = { nm, TL_SRC_##src, flags, TL_NF_##list, { TL_FIELDS_##list(FIELD_INFO) } },
 
-const struct tl_kind_info tl_kinds[TL_KIND_MAX] = {
-	[TL_KIND_POD_DELETION_REQUESTED] = { "pod.deletion_requested", TL_SRC_API,
-		LIFE | TL_KF_TERMINATION, 2,
-		{ F("gracePeriodSeconds", INT), F("deletionTimestamp", STR) } },
-	[TL_KIND_POD_CONDITION] = { "pod.condition", TL_SRC_API, LIFE, 4,
-		{ F("condition", STR), F("status", STR), F("reason", STR),
-		  F("lastTransitionTime", STR) } },
-	[TL_KIND_CONTAINER_TERMINATED] = { "container.terminated", TL_SRC_API, LIFE, 5,
-		{ F("exitCode", INT), F("reason", STR), F("signal", INT), F("startedAt", STR),
-		  F("finishedAt", STR) } },
-	[TL_KIND_POD_DELETED] = { "pod.deleted", TL_SRC_API, LIFE | TL_KF_ENDS_POD, 1,
-		{ F("observedBy", STR) } },
-	[TL_KIND_ENDPOINT_CONDITION] = { "endpoint.condition", TL_SRC_API, LIFE, 6,
-		{ F("service", STR), F("endpointSlice", STR), F("ready", BOOL), F("serving", BOOL),
-		  F("terminating", BOOL), F("address", STR) } },
-	[TL_KIND_ENDPOINT_REMOVED] = { "endpoint.removed", TL_SRC_API, LIFE, 6,
-		/* same slots as endpoint.condition; the booleans stay unset */
-		{ F("service", STR), F("endpointSlice", STR), F("ready", BOOL), F("serving", BOOL),
-		  F("terminating", BOOL), F("address", STR) } },
-	[TL_KIND_PROCESS_SIGNAL] = { "process.signal", TL_SRC_KERNEL,
-		LIFE | TL_KF_TERMINATION | TL_KF_HIGH_RATE, 7,
-		{ F("signal", SIGNAME), F("signo", INT), F("pid", INT), F("comm", STR),
-		  F("senderPid", INT), F("senderComm", STR), F("result", SIGRESULT) } },
-	[TL_KIND_PROCESS_SIGNAL_DELIVERED] = { "process.signal_delivered", TL_SRC_KERNEL,
-		TL_KF_HIGH_RATE, 4,
-		{ F("signal", SIGNAME), F("signo", INT), F("pid", INT), F("comm", STR) } },
-	[TL_KIND_PROCESS_EXEC] = { "process.exec", TL_SRC_KERNEL, LIFE | TL_KF_HIGH_RATE, 3,
-		{ F("pid", INT), F("comm", STR), F("filename", STR) } },
-	[TL_KIND_PROCESS_EXIT] = { "process.exit", TL_SRC_KERNEL, LIFE | TL_KF_HIGH_RATE, 4,
-		{ F("pid", INT), F("comm", STR), F("exitCode", INT), F("exitSignal", INT) } },
-	[TL_KIND_SOCKET_LISTEN] = { "socket.listen", TL_SRC_KERNEL, LIFE | TL_KF_HIGH_RATE, 2,
-		{ F("address", ADDR), F("port", INT) } },
-	[TL_KIND_SOCKET_LISTEN_CLOSED] = { "socket.listen_closed", TL_SRC_KERNEL,
-		LIFE | TL_KF_HIGH_RATE, 2,
-		{ F("address", ADDR), F("port", INT) } },
-	[TL_KIND_TCP_RESET_SENT] = { "tcp.reset_sent", TL_SRC_KERNEL, LIFE | TL_KF_HIGH_RATE, 2,
-		{ F("local", ENDPOINT), F("remote", ENDPOINT) } },
-	[TL_KIND_TCP_RESET_RECEIVED] = { "tcp.reset_received", TL_SRC_KERNEL,
-		LIFE | TL_KF_HIGH_RATE, 2,
-		{ F("local", ENDPOINT), F("remote", ENDPOINT) } },
-	[TL_KIND_POD_CGROUPS_REMOVED] = { "pod.cgroups_removed", TL_SRC_KERNEL, TL_KF_ENDS_POD, 1,
-		{ F("cgroup", STR) } },
-	[TL_KIND_HTTP_REQUEST] = { "http.request", TL_SRC_KERNEL, TL_KF_HIGH_RATE, 13,
-		{ F("requestId", ID), F("method", STR), F("path", STR), F("status", INT),
-		  F("start", TIME), F("durationMs", INT), F("direction", STR),
-		  F("responseFlags", STR), F("error", STR), F("peer", ENDPOINT),
-		  F("connStart", TIME), F("conn", INT), F("connClose", BOOL) } },
-	[TL_KIND_EVENTS_AGGREGATED] = { "events.aggregated", TL_SRC_KERNEL, 0, 4,
-		{ F("aggregatedType", STR), F("intervalMs", INT), F("count", INT),
-		  F("failed", INT) } },
-	[TL_KIND_DRAIN_WAIT_STARTED] = { "drain.wait_started", TL_SRC_API, 0, 2,
-		{ F("quietMs", INT), F("timeoutMs", INT) } },
-	[TL_KIND_DRAIN_WAIT_ENDED] = { "drain.wait_ended", TL_SRC_API, 0, 7,
-		{ F("outcome", STR), F("heldBy", STR), F("heldMs", INT), F("connections", INT),
-		  F("requests", INT), F("outOfRotation", TIME), F("lastTraffic", TIME) } },
-	[TL_KIND_HTTP_CAPTURE] = { "http.capture", TL_SRC_KERNEL, 0, 2,
-		{ F("state", STR), F("window", STR) } },
-	[TL_KIND_HTTP_SUMMARY] = { "http.summary", TL_SRC_KERNEL, TL_KF_HIGH_RATE, 4,
-		{ F("intervalMs", INT), F("count", INT), F("failed", INT), F("direction", STR) } },
-	[TL_KIND_TCP_ACCEPTED] = { "tcp.accepted", TL_SRC_KERNEL, TL_KF_HIGH_RATE, 4,
-		{ F("peer", ENDPOINT), F("port", INT), F("count", INT), F("last", TIME) } },
-};
+const struct tl_kind_info tl_kinds[TL_KIND_MAX] = { TL_KINDS(KIND_ROW) };
+
+#define KIND_CHECK(e, n, nm, src, flags, list) \
+	_Static_assert(n > 0 && n < TL_KIND_MAX, nm ": number out of range"); \
+	_Static_assert(TL_NF_##list <= TL_FIELDS_MAX, nm ": more fields than TL_FIELDS_MAX");
+TL_KINDS(KIND_CHECK)
 
 static const char *const source_names[TL_SRC_MAX] = {
 	[TL_SRC_API] = "api",

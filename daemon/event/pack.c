@@ -7,7 +7,7 @@
 #include "event.h"
 #include "strtab.h"
 
-/* Inlined into the packer: a call per field was 6 % of the store's
+/* Inlined into the packer: a call per field costs 6 % of the store's
  * instructions per event (bench-timeline under callgrind). */
 static inline size_t vput(uint8_t *p, uint64_t v)
 {
@@ -94,6 +94,8 @@ static void uuid_format(const uint8_t in[16], char out[37])
 /* Worst case per slot: 1 + 16 + 2 bytes (ENDPOINT) or 10 (varint). */
 _Static_assert(TL_PAYLOAD_MAX >= 10 + 10 + TL_FIELDS_MAX * 19 + (2 + TL_ID_INLINE_MAX),
 	       "payload bound: one inline ID per kind at most");
+/* the present-mask is one varint of up to 64 bits */
+_Static_assert(TL_FIELDS_MAX <= 64, "a slot per bit of the mask");
 
 int tl_event_pack(const struct tl_event *ev, struct tl_strtab *tab, uint8_t *buf,
 		  uint32_t *ret_flags)
@@ -305,6 +307,8 @@ int tl_event_unpack(struct tl_event *ev, const uint8_t *p, size_t len, uint32_t 
 		v->set = 1;
 	}
 	if (o != len)
+		goto bad;
+	if (ev->extra && tl_event_extra_to_slots(ev) < 0)
 		goto bad;
 	return 0;
 bad:

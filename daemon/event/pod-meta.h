@@ -5,8 +5,9 @@
  * The kube Pod model fills it from the API object (kube-pods.c), main adds
  * the cgroup ids the cgroup map knows, attribution reads the container ids
  * to find the sandbox, and the store keeps it per timeline, writes it into
- * the document and the journal. One encoder writes its JSON; one decoder
- * reads the journal's record back (both formats of docs/journal-format.md).
+ * the document and, typed, into the journal (daemon/store/frames.c). One
+ * encoder writes its JSON; one decoder reads JSON records back (the
+ * journal's of agents before the typed form, docs/journal-format.md).
  *
  * Strings are bounded copies, NUL-terminated; "" means unknown (null in the
  * document). A filled metadata is shared by reference count and never

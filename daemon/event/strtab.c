@@ -20,7 +20,7 @@ struct tl_strtab {
 };
 
 /* Every string an event carries is hashed on its way into the store: eight
- * bytes per step (FNV-1a, a byte per step, was a tenth of the store's
+ * bytes per step (FNV-1a's byte per step costs a tenth of the store's
  * instructions per event in bench-timeline's profile). Seeded once per
  * process, so which strings collide is not known to whoever chooses them
  * (comm, paths of HTTP requests). */

@@ -15,7 +15,7 @@
 #include <json-c/json.h>
 
 #include "clock.h"
-#include "findings.h"
+#include "findings-consumers.h"
 #include "json-util.h"
 
 /* Failed request IDs listed per consumer; the count is in "failed". */

@@ -10,7 +10,7 @@
 #include <json-c/json.h>
 
 #include "clock.h"
-#include "findings.h"
+#include "findings-model.h"
 #include "json-util.h"
 
 /* Unlike tl_json_int(), a number written with a fraction counts too
@@ -462,4 +462,24 @@ void tl_model_done(struct tl_model *m)
 	free(m->reqs);
 	m->reqs = NULL;
 	m->n_req = 0;
+}
+
+uint64_t tl_model_failed_requests(const struct tl_model *m)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < m->n_req; i++)
+		n += tl_req_failed_once(&m->reqs[i]);
+	return n;
+}
+
+int tl_findings_failed_requests(struct json_object *doc, uint64_t *ret)
+{
+	struct tl_model m;
+	int r = tl_model_build(doc, &m);
+
+	if (r == 0)
+		*ret = tl_model_failed_requests(&m);
+	tl_model_done(&m);
+	return r;
 }

@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 
 #include "findings.h"
+#include "findings-consumers.h"
 
 const char *const TL_FINDING_RULES[] = {
     "requests_after_listener_closed",
@@ -416,8 +417,7 @@ static int collect(const struct tl_model *m, struct fb *b, req_pred pred, const 
 		const struct tl_req *r = &m->reqs[i];
 		int k;
 
-		/* the same request twice (socket and log) counts once */
-		if (!r->failed || r->dup || !pred(m, r, arg))
+		if (!tl_req_failed_once(r) || !pred(m, r, arg))
 			continue;
 		k = fb_id(b, r);
 		if (k < 0)
@@ -517,7 +517,7 @@ static int rule_listener_closed(const struct tl_model *m, struct json_object *ou
 			    q->ctr >= 0 && (size_t)q->ctr != i ? m->ctr[q->ctr].name : "clients";
 			struct json_object *cnt;
 
-			if (!q->failed || q->dup || !inbound_after(m, q, &a))
+			if (!tl_req_failed_once(q) || !inbound_after(m, q, &a))
 				continue;
 			if (json_object_object_get_ex(by, fwd, &cnt))
 				json_object_int_inc(cnt, 1);

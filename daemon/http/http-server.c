@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "drain-agent.h"
 #include "export-json.h"
+#include "http-api.h"
 #include "http-server.h"
 #include "metrics.h"
 #include "macro.h"
@@ -46,7 +47,10 @@
 /* The host's addresses are read again at most this often. */
 #define HTTP_LOCAL_ADDRS_MS 10000
 #define HTTP_MAX_LOCAL_ADDRS 64
+/* Query parameters of one request at most. */
+#define HTTP_MAX_ARGS 16
 #define PREFIX "/v1/timelines"
+#define PODS_PREFIX "/v1/pods/"
 
 struct http_conn {
 	struct http_conn *prev, *next;
@@ -72,6 +76,8 @@ struct tl_http {
 	struct sockaddr_storage local[HTTP_MAX_LOCAL_ADDRS];
 	unsigned nlocal_addrs;
 	uint64_t local_read_ms;
+	bool stopping;
+	struct tl_metric *m_refused, *m_header_timeouts, *m_open;
 };
 
 static int parse_listen(const char *s, struct sockaddr_storage *ss, bool *v6)
@@ -127,8 +133,8 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, bool *v6)
 	return 0;
 }
 
-static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *type,
-			       char *body, size_t len, bool must_free)
+static enum MHD_Result respond_ext(struct MHD_Connection *conn, unsigned status, const char *type,
+				   char *body, size_t len, bool must_free, bool no_store)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result r;
@@ -141,6 +147,8 @@ static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, con
 		return MHD_NO;
 	}
 	if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type) == MHD_NO ||
+	    (no_store &&
+	     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") == MHD_NO) ||
 	    (status == MHD_HTTP_METHOD_NOT_ALLOWED &&
 	     MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") == MHD_NO)) {
 		MHD_destroy_response(resp);
@@ -149,6 +157,12 @@ static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, con
 	r = MHD_queue_response(conn, status, resp);
 	MHD_destroy_response(resp);
 	return r;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *type,
+			       char *body, size_t len, bool must_free)
+{
+	return respond_ext(conn, status, type, body, len, must_free, false);
 }
 
 static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status, const char *text)
@@ -167,6 +181,23 @@ static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned statu
 		return MHD_NO;
 	}
 	return respond(conn, status, "application/json", body, strlen(body), true);
+}
+
+/* The drained endpoint's answers: JSON with a "summary", never cached
+ * (docs/drain.md). */
+static enum MHD_Result respond_drain(struct MHD_Connection *conn, unsigned status, char *body,
+				     size_t len)
+{
+	return respond_ext(conn, status, "application/json", body, len, true, true);
+}
+
+static enum MHD_Result respond_drain_error(struct MHD_Connection *conn, unsigned status,
+					   const char *msg)
+{
+	size_t len;
+	char *body = tl_http_error_json(msg, true, &len);
+
+	return body ? respond_drain(conn, status, body, len) : MHD_NO;
 }
 
 static enum MHD_Result respond_json(struct MHD_Connection *conn, struct json_object *o)
@@ -262,17 +293,56 @@ static enum MHD_Result serve_timeline(struct tl_http *h, struct MHD_Connection *
 	return ret;
 }
 
+/* Query parameters are taken once each and whole: a name twice, or a
+ * name or value with a NUL in it (%00), makes the request a bad one
+ * rather than one read partly. */
+struct args {
+	char seen[HTTP_MAX_ARGS][64];
+	size_t n;
+	bool bad;
+};
+
+static enum MHD_Result arg_cb(void *cls, enum MHD_ValueKind kind _unused_, const char *key,
+			      size_t key_size, const char *value, size_t value_size)
+{
+	struct args *a = cls;
+
+	if (!key || strlen(key) != key_size || key_size >= sizeof(a->seen[0]) ||
+	    (value && strlen(value) != value_size) || a->n == HTTP_MAX_ARGS) {
+		a->bad = true;
+		return MHD_NO;
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		if (strcmp(a->seen[i], key) == 0) {
+			a->bad = true;
+			return MHD_NO;
+		}
+	}
+	memcpy(a->seen[a->n++], key, key_size + 1);
+	return MHD_YES;
+}
+
+static bool args_ok(struct MHD_Connection *conn)
+{
+	struct args a = { .n = 0 };
+
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, arg_cb, &a);
+	return !a.bad;
+}
+
 /* The query of GET /v1/timelines (docs/http-api.md): names as in
  * Kubernetes, times in RFC 3339. -EINVAL on anything else. */
-static int list_filter(struct MHD_Connection *conn, struct tl_list_filter *f)
+static int list_filter(struct MHD_Connection *conn, struct tl_list_filter *f, bool *detail)
 {
 	static const char *const names[] = { "namespace", "ownerKind", "ownerName" };
 	const char **dst[] = { &f->ns, &f->owner_kind, &f->owner_name };
 	const char *since = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "since");
 	const char *until = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "until");
-	const char *detail = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "detail");
+	const char *d = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "detail");
 
 	memset(f, 0, sizeof(*f));
+	if (!args_ok(conn))
+		return -EINVAL;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, names[i]);
 
@@ -283,14 +353,236 @@ static int list_filter(struct MHD_Connection *conn, struct tl_list_filter *f)
 	if ((since && tl_time_parse(since, &f->since_ns) < 0) ||
 	    (until && tl_time_parse(until, &f->until_ns) < 0))
 		return -EINVAL;
-	if (detail && strcmp(detail, "true") != 0 && strcmp(detail, "false") != 0)
+	if (d && strcmp(d, "true") != 0 && strcmp(d, "false") != 0)
 		return -EINVAL;
-	f->detail = detail && strcmp(detail, "true") == 0;
+	*detail = d && strcmp(d, "true") == 0;
 	return 0;
 }
 
+/* ---- GET /v1/pods/{uid}/drained: a long-poll (docs/drain.md) ----
+ *
+ * A wait is a suspended MHD connection: the drain agent answers it from
+ * the loop, and the connection is resumed with the answer. MHD stops
+ * watching a suspended connection, so the server watches its socket for
+ * the client going away: a client that closed its connection frees its
+ * wait at once, not at its timeout. A client that only closed its sending
+ * side (a shutdown(SHUT_WR) after the request, as some clients do) still
+ * waits for its answer: over HTTP/1.1 it is sent an interim "102
+ * Processing" at once, which a client that is gone answers with a reset. */
+
+struct http_wait {
+	struct tl_http *h;
+	struct MHD_Connection *conn;
+	struct tl_drain_wait *w; /* pending; NULL once answered or abandoned */
+	int fd;                  /* watched while suspended; -1 */
+	bool http11, suspended, answered, gone, probed;
+	unsigned status;
+	char *body;
+	size_t len;
+};
+
+static void run_deferred(struct tl_loop *loop, void *ud);
+
+/* Resumed connections are ready at once, with no socket event to wake
+ * MHD: it runs after the loop's current callbacks. */
+static void run_soon(struct tl_http *h)
+{
+	if (h->stopping)
+		return; /* tl_http_free runs MHD itself */
+	if (tl_loop_defer(h->loop, run_deferred, h) < 0)
+		tl_timer_arm(h->timer, 1, 0);
+}
+
+static void unwatch(struct http_wait *hw)
+{
+	if (hw->fd >= 0) {
+		tl_loop_del_io(hw->h->loop, hw->fd);
+		hw->fd = -1;
+	}
+}
+
+static void resume(struct http_wait *hw)
+{
+	unwatch(hw);
+	if (hw->suspended) {
+		hw->suspended = false;
+		MHD_resume_connection(hw->conn);
+		run_soon(hw->h);
+	}
+}
+
+static void on_answer(void *ud, const struct tl_drain_answer *a)
+{
+	struct http_wait *hw = ud;
+
+	hw->w = NULL;
+	hw->answered = true;
+	switch (a->outcome) {
+	case TL_DRAIN_DRAINED:
+		hw->status = MHD_HTTP_OK;
+		hw->body = tl_http_drain_json(a, &hw->len);
+		break;
+	case TL_DRAIN_TIMEOUT:
+		hw->status = MHD_HTTP_GATEWAY_TIMEOUT;
+		hw->body = tl_http_drain_json(a, &hw->len);
+		break;
+	default:
+		/* stopping: termline-wait asks the next agent */
+		hw->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		hw->body = tl_http_error_json("agent stopping", true, &hw->len);
+		break;
+	}
+	resume(hw);
+}
+
+static void abandon(struct http_wait *hw)
+{
+	tl_drain_wait_abandon(hw->w);
+	hw->w = NULL;
+	hw->gone = true;
+	resume(hw); /* MHD then closes it (the handler says MHD_NO) */
+}
+
+static int client_event(struct tl_loop *loop, int fd, uint32_t events, void *userdata)
+{
+	static const char interim[] = "HTTP/1.1 102 Processing\r\n\r\n";
+	struct http_wait *hw = userdata;
+
+	if ((events & (EPOLLERR | EPOLLHUP)) || (events & EPOLLRDHUP && !hw->http11)) {
+		if (events & (EPOLLERR | EPOLLHUP))
+			abandon(hw);
+		else /* HTTP/1.0: no interim answer; it waits (and fails to be written) */
+			tl_loop_mod_io(loop, fd, 0);
+		return 0;
+	}
+	/* End of the client's stream: closed, or only its sending side.
+	 * Nothing of the response is written yet (the connection is
+	 * suspended): an interim answer tells the two apart. */
+	if (hw->probed || send(fd, interim, sizeof(interim) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		abandon(hw);
+		return 0;
+	}
+	hw->probed = true;
+	tl_loop_mod_io(loop, fd, 0); /* only errors and hang-ups from now */
+	return 0;
+}
+
+static void http_wait_free(struct http_wait *hw)
+{
+	if (!hw)
+		return;
+	unwatch(hw);
+	tl_drain_wait_abandon(hw->w);
+	free(hw->body);
+	free(hw);
+}
+
+static bool drained_path(const char *rest, char *uid, size_t size)
+{
+	const char *slash = strchr(rest, '/');
+	size_t n = slash ? (size_t)(slash - rest) : 0;
+
+	if (!slash || strcmp(slash, "/drained") != 0 || n == 0 || n >= size)
+		return false;
+	memcpy(uid, rest, n);
+	uid[n] = '\0';
+	return true;
+}
+
+/* quiet and timeout: each at most once, whole, in the documented form. */
+static int drained_args(struct MHD_Connection *conn, int64_t *quiet_ms, int64_t *timeout_ms)
+{
+	const char *v;
+	size_t n;
+
+	if (!args_ok(conn))
+		return -EINVAL;
+	if (MHD_lookup_connection_value_n(conn, MHD_GET_ARGUMENT_KIND, "quiet", 5, &v, &n) == MHD_YES &&
+	    (!v || tl_http_parse_duration(v, n, quiet_ms) < 0))
+		return -EINVAL;
+	if (MHD_lookup_connection_value_n(conn, MHD_GET_ARGUMENT_KIND, "timeout", 7, &v, &n) == MHD_YES &&
+	    (!v || tl_http_parse_duration(v, n, timeout_ms) < 0 || *timeout_ms < 1))
+		return -E2BIG;
+	return 0;
+}
+
+static enum MHD_Result serve_drained(struct tl_http *h, struct MHD_Connection *conn,
+				     const char *rest, const char *version, void **con_cls)
+{
+	int64_t quiet_ms = TL_DRAIN_DEFAULT_QUIET_MS, timeout_ms = TL_DRAIN_DEFAULT_TIMEOUT_MS;
+	struct http_wait *hw = *con_cls;
+	const union MHD_ConnectionInfo *ci;
+	char uid[TL_UID_MAX];
+	char *body;
+	int r;
+
+	if (hw) {
+		/* resumed: answered, or its client left */
+		if (hw->gone || !hw->answered)
+			return MHD_NO;
+		if (!hw->body)
+			return respond_drain_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		body = hw->body;
+		hw->body = NULL;
+		return respond_drain(conn, hw->status, body, hw->len);
+	}
+	if (!h->drain || !drained_path(rest, uid, sizeof(uid)))
+		return respond_drain_error(conn, MHD_HTTP_NOT_FOUND, "not found");
+	r = drained_args(conn, &quiet_ms, &timeout_ms);
+	if (r == -EINVAL)
+		return respond_drain_error(conn, MHD_HTTP_BAD_REQUEST,
+					   "bad quiet (500ms, 1.5s, 2m; at most 1h)");
+	if (r < 0)
+		return respond_drain_error(conn, MHD_HTTP_BAD_REQUEST,
+					   "bad timeout (500ms, 1.5s, 2m; at most 1h)");
+	hw = calloc(1, sizeof(*hw));
+	if (!hw)
+		return respond_drain_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	hw->h = h;
+	hw->conn = conn;
+	hw->fd = -1;
+	hw->http11 = version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
+	r = tl_drain_agent_wait(h->drain, uid, quiet_ms, timeout_ms, on_answer, hw, &hw->w);
+	if (r == 0) {
+		/* drained already: answered during the call */
+		unsigned status = hw->status;
+		size_t len = hw->len;
+
+		body = hw->body;
+		hw->body = NULL;
+		http_wait_free(hw);
+		if (!body)
+			return respond_drain_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		return respond_drain(conn, status, body, len);
+	}
+	if (r < 0) {
+		http_wait_free(hw);
+		switch (r) {
+		case -EINVAL:
+			return respond_drain_error(conn, MHD_HTTP_BAD_REQUEST, "bad pod uid");
+		case -EAGAIN:
+			return respond_drain_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+						   "not synced with the API yet");
+		case -ENOENT:
+			return respond_drain_error(conn, MHD_HTTP_NOT_FOUND, "unknown pod");
+		case -EBUSY:
+			return respond_drain_error(conn, MHD_HTTP_TOO_MANY_REQUESTS, "too many pending waits");
+		default:
+			return respond_drain_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+		}
+	}
+	*con_cls = hw;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci && ci->connect_fd >= 0 &&
+	    tl_loop_add_io(h->loop, ci->connect_fd, EPOLLRDHUP, client_event, hw) == 0)
+		hw->fd = ci->connect_fd;
+	hw->suspended = true;
+	MHD_suspend_connection(conn);
+	return MHD_YES;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
-			      const char *method, const char *version _unused_,
+			      const char *method, const char *version,
 			      const char *upload_data _unused_, size_t *upload_data_size _unused_,
 			      void **con_cls)
 {
@@ -317,11 +609,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		struct tl_list_filter f;
 		struct json_object *list;
 		enum MHD_Result r;
+		bool detail = false;
 
-		if (list_filter(conn, &f) < 0)
+		if (list_filter(conn, &f, &detail) < 0)
 			return respond_error(conn, MHD_HTTP_BAD_REQUEST,
 					     "bad namespace, ownerKind, ownerName, since, until or detail");
-		if (tl_timelines_list_filtered(h->t, &f, &list) < 0)
+		if (tl_http_list_json(h->t, &f, detail, &list) < 0)
 			return respond_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 		r = respond_json(conn, list);
 		json_object_put(list);
@@ -329,20 +622,20 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	}
 	if (strncmp(url, PREFIX "/", strlen(PREFIX "/")) == 0)
 		return serve_timeline(h, conn, url + strlen(PREFIX "/"));
-	if (strncmp(url, "/v1/pods/", 9) == 0)
-		return tl_drain_agent_http(h->drain, conn, url + 9, con_cls);
+	if (strncmp(url, PODS_PREFIX, strlen(PODS_PREFIX)) == 0)
+		return serve_drained(h, conn, url + strlen(PODS_PREFIX), version, con_cls);
 	return respond_error(conn, MHD_HTTP_NOT_FOUND, "not found");
 }
 
-static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+static void completed(void *cls _unused_, struct MHD_Connection *conn, void **con_cls,
 		      enum MHD_RequestTerminationCode toe _unused_)
 {
-	struct tl_http *h = cls;
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct http_conn *c = ci ? ci->socket_context : NULL;
 
-	tl_drain_agent_http_completed(h->drain, con_cls);
+	http_wait_free(*con_cls);
+	*con_cls = NULL;
 	/* the next request on a kept-alive connection has its own deadline */
 	if (c) {
 		c->in_request = false;
@@ -406,7 +699,7 @@ static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr,
 		return MHD_YES;
 	if (h->nlocal < HTTP_CONN_RESERVED && peer_is_local(h, addr))
 		return MHD_YES;
-	tl_metric_add("termline_http_connections_refused_total", NULL, 1);
+	tl_metric_inc(h->m_refused, 1);
 	return MHD_NO;
 }
 
@@ -436,7 +729,7 @@ static void conn_cb(void *cls, struct MHD_Connection *conn, void **socket_contex
 		h->conns = c;
 		h->nconns++;
 		h->nlocal += c->local;
-		tl_metric_set("termline_http_connections_open", NULL, (int64_t)h->nconns);
+		tl_metric_put(h->m_open, (int64_t)h->nconns);
 		*socket_context = c;
 		return;
 	}
@@ -450,7 +743,7 @@ static void conn_cb(void *cls, struct MHD_Connection *conn, void **socket_contex
 		c->next->prev = c->prev;
 	h->nconns--;
 	h->nlocal -= c->local;
-	tl_metric_set("termline_http_connections_open", NULL, (int64_t)h->nconns);
+	tl_metric_put(h->m_open, (int64_t)h->nconns);
 	free(c);
 	*socket_context = NULL;
 }
@@ -467,7 +760,7 @@ static void cut_late_headers(struct tl_http *h)
 			continue;
 		if (shutdown(c->fd, SHUT_RDWR) == 0 || errno == ENOTCONN) {
 			c->cut = true;
-			tl_metric_add("termline_http_header_timeouts_total", NULL, 1);
+			tl_metric_inc(h->m_header_timeouts, 1);
 		}
 	}
 }
@@ -475,10 +768,10 @@ static void cut_late_headers(struct tl_http *h)
 /* MHD has no thread of its own: run it when its epoll fd is readable, when
  * its own timeout (idle connections, queued work) expires, and at least
  * every HTTP_WATCHDOG_MS. MHD puts its listening socket back into its epoll
- * set only at the start of a run: after the run that freed a slot at the
- * connection limit nothing called it again, and the server was deaf for
- * good. So a run that closed connections is followed by another, and the
- * watchdog catches whatever else. */
+ * set only at the start of a run: after a run that frees a slot at the
+ * connection limit, nothing else would call it again and the server would
+ * stay deaf. So a run that closed connections is followed by another, and
+ * the watchdog catches whatever else. */
 static void reschedule(struct tl_http *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms = HTTP_WATCHDOG_MS;
@@ -512,7 +805,7 @@ static void timer_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unus
 }
 
 /* The drained long-poll resumed connections: they are ready now. */
-static void run_now(void *userdata)
+static void run_deferred(struct tl_loop *loop _unused_, void *userdata)
 {
 	struct tl_http *h = userdata;
 
@@ -546,12 +839,13 @@ int tl_http_new(const struct tl_http_config *cfg, struct tl_loop *loop, struct t
 	h->epfd = -1;
 	if (v6)
 		flags |= MHD_USE_IPv6;
-	tl_metric_describe("termline_http_connections_refused_total", TL_METRIC_COUNTER,
-			   "HTTP connections refused: the general slots were taken");
-	tl_metric_describe("termline_http_header_timeouts_total", TL_METRIC_COUNTER,
-			   "HTTP connections closed because a request header came too slowly");
-	tl_metric_describe("termline_http_connections_open", TL_METRIC_GAUGE,
-			   "HTTP connections the server holds now (this scrape's included)");
+	h->m_refused = tl_metric_new("termline_http_connections_refused_total", NULL, TL_METRIC_COUNTER,
+				     "HTTP connections refused: the general slots were taken");
+	h->m_header_timeouts = tl_metric_new("termline_http_header_timeouts_total", NULL,
+					     TL_METRIC_COUNTER,
+					     "HTTP connections closed because a request header came too slowly");
+	h->m_open = tl_metric_new("termline_http_connections_open", NULL, TL_METRIC_GAUGE,
+				  "HTTP connections the server holds now (this scrape's included)");
 	h->mhd = MHD_start_daemon(flags, 0, accept_cb, h, handle, h,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONN_LIMIT,
@@ -587,7 +881,6 @@ int tl_http_new(const struct tl_http_config *cfg, struct tl_loop *loop, struct t
 		snprintf(err, errlen, "cannot watch HTTP server: %s", strerror(-r));
 		goto fail;
 	}
-	tl_drain_agent_set_runner(h->drain, run_now, h);
 	reschedule(h);
 	*ret = h;
 	return 0;
@@ -605,15 +898,17 @@ void tl_http_free(struct tl_http *h)
 {
 	if (!h)
 		return;
+	h->stopping = true;
+	if (h->mhd) {
+		/* Pending drained waits are answered before MHD stops. */
+		tl_drain_agent_release_all(h->drain);
+		MHD_run(h->mhd);
+	}
 	if (h->epfd >= 0)
 		tl_loop_del_io(h->loop, h->epfd);
 	tl_timer_free(h->timer);
-	if (h->mhd) {
-		/* Pending drained waits are answered before MHD stops. */
-		tl_drain_agent_set_runner(h->drain, NULL, NULL);
-		tl_drain_agent_release_all(h->drain);
-		MHD_run(h->mhd);
+	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
-	}
+	tl_loop_cancel_defer(h->loop, run_deferred, h);
 	free(h);
 }

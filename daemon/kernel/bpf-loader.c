@@ -74,6 +74,7 @@ struct tl_bpf {
 	int rb_fd;
 	bool have_emitter;
 	struct tl_emitter emit;
+	const struct tl_clock *clock;
 	int ncpus;
 	uint64_t *percpu;                   /* scratch, ncpus values */
 	uint64_t published_drops[TL_EV_KIND_MAX];
@@ -354,6 +355,7 @@ int tl_bpf_new(const struct tl_bpf_config *cfg, struct tl_bpf **ret, char *err, 
 		return -ENOMEM;
 	}
 	b->rb_fd = -1;
+	b->clock = cfg->clock;
 	b->ncpus = libbpf_num_possible_cpus();
 	if (b->ncpus <= 0) {
 		r = b->ncpus < 0 ? b->ncpus : -EINVAL;
@@ -438,7 +440,7 @@ static int handle_record(void *ctx, void *data, size_t size)
 	if (!b->have_emitter)
 		return 0;
 	/* A record whose kind and size disagree is skipped (decode.c). */
-	if (tl_kernel_decode(data, size, tl_clock_global.offset_ns, &ev) < 0)
+	if (tl_kernel_decode(data, size, b->clock ? b->clock->offset_ns : 0, &ev) < 0)
 		return 0;
 	tl_emit(&b->emit, &ev);
 	tl_event_clear(&ev);

@@ -12,11 +12,16 @@
  * events by decode.c, to the sink. */
 struct tl_bpf;
 
+struct tl_clock;
+
 struct tl_bpf_config {
 	uint32_t ringbuf_bytes;        /* rounded up to a power of two, >= 4096; 0 = TL_DEFAULT_RINGBUF_KIB */
 	uint64_t signal_mask;          /* bit (signo - 1); 0 = TL_SIGNALS_DEFAULT (signals.h) */
 	bool resets_without_socket;    /* also emit socket-less resets of non-pod addresses */
 	bool force_classic;            /* classic tracepoints even where tp_btf works (tests) */
+	/* BOOTTIME -> UTC, re-sampled by its owner; read at each record. NULL:
+	 * the records' times stay BOOTTIME (tests that do not look). */
+	const struct tl_clock *clock;
 };
 
 /* Opens, probes, configures, loads and attaches. On failure returns -errno

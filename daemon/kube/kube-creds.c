@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Credentials of a parsed kubeconfig kept fresh: the token file re-read,
- * exec credential plugins run (blocking before the loop runs, on the loop
- * after), rate-limited, and replaced after a 401. */
+/* Credentials of a parsed kubeconfig kept fresh (kube-creds.h): the token
+ * file re-read, exec credential plugins run (blocking before the loop
+ * runs, on the loop after), rate-limited, and replaced after a 401. The
+ * state is this object's; the kubeconfig is only read. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "clock.h"
 #include "fileio.h"
+#include "kube-creds.h"
 #include "kube-exec.h"
 #include "kubeconfig.h"
 #include "loop.h"
@@ -22,8 +24,12 @@ struct kc_sub {
 	void *userdata;
 };
 
-/* How credentials are kept fresh; the exec fields matter with a plugin. */
-struct kc_exec_state {
+/* The credentials in force and how they are kept fresh; the exec fields
+ * matter with a plugin. */
+struct tl_kube_auth {
+	const struct tl_kubeconfig *kc;
+	struct tl_kube_creds creds;
+	uint64_t creds_mono_ms; /* when last read; 0 = never */
 	struct tl_loop *loop;  /* NULL: plugins run to their end, blocking */
 	struct tl_kexec *run;  /* a plugin running on the loop */
 	struct tl_timer *retry; /* the next permitted (or proactive) run */
@@ -149,28 +155,21 @@ static void creds_clear(struct tl_kube_creds *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static struct kc_exec_state *kc_state(struct tl_kubeconfig *kc)
-{
-	if (!kc->exec_state)
-		kc->exec_state = calloc(1, sizeof(*kc->exec_state));
-	return kc->exec_state;
-}
-
 static bool creds_expiring(const struct tl_kube_creds *c, int64_t early_ns)
 {
 	return c->expires_ns && tl_now_real_ns() >= c->expires_ns - early_ns;
 }
 
-static bool exec_wanted(const struct tl_kubeconfig *kc, const struct kc_exec_state *st)
+static bool exec_wanted(const struct tl_kube_auth *st)
 {
-	return kc->creds_mono_ms == 0 || st->stale ||
-	       creds_expiring(&kc->creds, TL_KUBE_EXEC_EARLY_NS);
+	return st->creds_mono_ms == 0 || st->stale ||
+	       creds_expiring(&st->creds, TL_KUBE_EXEC_EARLY_NS);
 }
 
-static bool exec_due(const struct tl_kubeconfig *kc, const struct kc_exec_state *st,
+static bool exec_due(const struct tl_kube_auth *st,
 		     uint64_t now_ms)
 {
-	return !st->run && exec_wanted(kc, st) && now_ms >= st->next_ms;
+	return !st->run && exec_wanted(st) && now_ms >= st->next_ms;
 }
 
 /* A run ended: its credential replaces the one in force (even one already
@@ -178,7 +177,7 @@ static bool exec_due(const struct tl_kubeconfig *kc, const struct kc_exec_state 
  * once after a good credential, later and later after runs that gave
  * nothing usable, so a plugin that hands out expired credentials or fails
  * is not run for every request. */
-static int exec_apply(struct tl_kubeconfig *kc, struct kc_exec_state *st, int res, char *out,
+static int exec_apply(struct tl_kube_auth *st, int res, char *out,
 		      const char *msg, uint64_t now_ms)
 {
 	struct tl_kube_creds nc = { 0 };
@@ -189,19 +188,19 @@ static int exec_apply(struct tl_kubeconfig *kc, struct kc_exec_state *st, int re
 		res = tl_kube_exec_credential_parse(out, &nc, m, sizeof(m));
 	free(out);
 	if (res == 0) {
-		creds_clear(&kc->creds);
-		kc->creds = nc;
-		kc->creds.generation = ++st->gen;
-		kc->creds_mono_ms = now_ms ? now_ms : 1;
+		creds_clear(&st->creds);
+		st->creds = nc;
+		st->creds.generation = ++st->gen;
+		st->creds_mono_ms = now_ms ? now_ms : 1;
 		st->stale = false;
 		st->last_err[0] = '\0';
 	} else {
 		creds_clear(&nc);
-		tl_kubeconfig_err(st->last_err, sizeof(st->last_err), kc->source, kc->exec_key, "%s",
-		       m[0] ? m : strerror(-res));
+		tl_kubeconfig_err(st->last_err, sizeof(st->last_err), st->kc->source, st->kc->exec_key,
+				  "%s", m[0] ? m : strerror(-res));
 	}
 	st->last_res = res;
-	if (res < 0 || creds_expiring(&kc->creds, TL_KUBE_EXEC_EARLY_NS)) {
+	if (res < 0 || creds_expiring(&st->creds, TL_KUBE_EXEC_EARLY_NS)) {
 		uint64_t d = TL_KUBE_EXEC_RETRY_MS;
 
 		for (unsigned i = 0; i < st->failures && d < TL_KUBE_EXEC_RETRY_MAX_MS; i++)
@@ -220,16 +219,16 @@ static int exec_apply(struct tl_kubeconfig *kc, struct kc_exec_state *st, int re
 
 /* The retry timer fires when a run is wanted and permitted, or, for a
  * good credential with an expiration, when it starts to expire. */
-static void exec_arm_retry(struct tl_kubeconfig *kc, struct kc_exec_state *st, uint64_t now_ms)
+static void exec_arm_retry(struct tl_kube_auth *st, uint64_t now_ms)
 {
 	uint64_t at;
 
-	if (!st->retry || !kc->exec || st->run)
+	if (!st->retry || !st->kc->exec || st->run)
 		return;
-	if (exec_wanted(kc, st))
+	if (exec_wanted(st))
 		at = st->next_ms;
-	else if (kc->creds.expires_ns) {
-		int64_t left = kc->creds.expires_ns - TL_KUBE_EXEC_EARLY_NS - tl_now_real_ns();
+	else if (st->creds.expires_ns) {
+		int64_t left = st->creds.expires_ns - TL_KUBE_EXEC_EARLY_NS - tl_now_real_ns();
 
 		at = now_ms + (left > 0 ? (uint64_t)left / 1000000 : 0) + 1;
 		if (at < st->next_ms)
@@ -241,7 +240,7 @@ static void exec_arm_retry(struct tl_kubeconfig *kc, struct kc_exec_state *st, u
 	tl_timer_arm(st->retry, at > now_ms ? at - now_ms : 1, 0);
 }
 
-static void exec_notify(struct kc_exec_state *st)
+static void exec_notify(struct tl_kube_auth *st)
 {
 	size_t n = st->nsubs;
 
@@ -252,127 +251,138 @@ static void exec_notify(struct kc_exec_state *st)
 
 static void exec_done(void *userdata, int res, char *out, const char *msg)
 {
-	struct tl_kubeconfig *kc = userdata;
-	struct kc_exec_state *st = kc->exec_state;
+	struct tl_kube_auth *st = userdata;
 	uint64_t now = tl_now_mono_ms();
 
 	tl_kexec_free(st->run);
 	st->run = NULL;
-	exec_apply(kc, st, res, out, msg, now);
-	exec_arm_retry(kc, st, now);
+	exec_apply(st, res, out, msg, now);
+	exec_arm_retry(st, now);
 	exec_notify(st);
 }
 
 /* false when it could not even start (the failure is recorded) */
-static bool exec_start(struct tl_kubeconfig *kc, struct kc_exec_state *st, uint64_t now_ms)
+static bool exec_start(struct tl_kube_auth *st, uint64_t now_ms)
 {
 	char msg[256] = "";
 	int r;
 
-	r = tl_kexec_start(st->loop, kc->exec, exec_done, kc, &st->run, msg, sizeof(msg));
+	r = tl_kexec_start(st->loop, st->kc->exec, exec_done, st, &st->run, msg, sizeof(msg));
 	if (r == 0)
 		return true;
 	st->run = NULL;
-	exec_apply(kc, st, r, NULL, msg, now_ms);
-	exec_arm_retry(kc, st, now_ms);
+	exec_apply(st, r, NULL, msg, now_ms);
+	exec_arm_retry(st, now_ms);
 	return false;
 }
 
 static void exec_retry_cb(struct tl_loop *loop _unused_, struct tl_timer *t _unused_,
 			  void *userdata)
 {
-	struct tl_kubeconfig *kc = userdata;
-	struct kc_exec_state *st = kc->exec_state;
+	struct tl_kube_auth *st = userdata;
 	uint64_t now = tl_now_mono_ms();
 
-	if (!exec_due(kc, st, now))
-		exec_arm_retry(kc, st, now);
-	else if (!exec_start(kc, st, now))
+	if (!exec_due(st, now))
+		exec_arm_retry(st, now);
+	else if (!exec_start(st, now))
 		exec_notify(st);
 }
 
-static int exec_credentials(struct tl_kubeconfig *kc, struct kc_exec_state *st, uint64_t now_ms,
+static int exec_credentials(struct tl_kube_auth *st, uint64_t now_ms,
 			    char *err, size_t errlen)
 {
 	bool have;
 
 	if (!st->loop) {
-		if (exec_due(kc, st, now_ms)) {
+		if (exec_due(st, now_ms)) {
 			char msg[256] = "", *out = NULL;
-			int r = tl_kexec_run(kc->exec, &out, msg, sizeof(msg));
+			int r = tl_kexec_run(st->kc->exec, &out, msg, sizeof(msg));
 
-			r = exec_apply(kc, st, r, r == 0 ? out : NULL, msg, now_ms);
+			r = exec_apply(st, r, r == 0 ? out : NULL, msg, now_ms);
 			if (r < 0) {
 				snprintf(err, errlen, "%s", st->last_err);
 				return r;
 			}
 		}
-		if (kc->creds_mono_ms)
+		if (st->creds_mono_ms)
 			return 0;
 		snprintf(err, errlen, "%s", st->last_err);
 		return st->last_res < 0 ? st->last_res : -EAGAIN;
 	}
-	if (exec_due(kc, st, now_ms))
-		exec_start(kc, st, now_ms);
-	have = kc->creds_mono_ms != 0 && !st->stale;
+	if (exec_due(st, now_ms))
+		exec_start(st, now_ms);
+	have = st->creds_mono_ms != 0 && !st->stale;
 	/* an expired credential is sent only when no run could replace it
 	 * now (rate-limited): the server may still take it */
-	if (have && (!creds_expiring(&kc->creds, 0) || !st->run))
+	if (have && (!creds_expiring(&st->creds, 0) || !st->run))
 		return 0;
 	if (!st->run)
-		exec_arm_retry(kc, st, now_ms);
+		exec_arm_retry(st, now_ms);
 	snprintf(err, errlen, "%s", st->last_err);
 	return -EAGAIN;
 }
 
-void tl_kubeconfig_invalidate(struct tl_kubeconfig *kc, uint64_t generation, uint64_t now_mono_ms)
+int tl_kube_auth_new(const struct tl_kubeconfig *kc, struct tl_kube_auth **ret)
 {
-	struct kc_exec_state *st = kc_state(kc);
+	struct tl_kube_auth *st = calloc(1, sizeof(*st));
 
-	if (!st || st->stale || generation != kc->creds.generation)
+	if (!st)
+		return -ENOMEM;
+	st->kc = kc;
+	*ret = st;
+	return 0;
+}
+
+void tl_kube_auth_free(struct tl_kube_auth *st)
+{
+	if (!st)
+		return;
+	tl_kexec_free(st->run);
+	tl_timer_free(st->retry);
+	free(st->subs);
+	creds_clear(&st->creds);
+	free(st);
+}
+
+void tl_kube_auth_invalidate(struct tl_kube_auth *st, uint64_t generation, uint64_t now_mono_ms)
+{
+	if (st->stale || generation != st->creds.generation)
 		return;
 	st->stale = true;
-	if (!kc->exec)
+	if (!st->kc->exec)
 		return;
 	/* rejected as soon as issued: the plugin is not asked again at once.
 	 * Only briefly: requests wait for the next run, and a token rotated
 	 * soon after start must not leave the watches down for long. */
-	if (kc->creds_mono_ms && now_mono_ms - kc->creds_mono_ms < TL_KUBE_EXEC_REJECT_MIN_MS &&
-	    st->next_ms < kc->creds_mono_ms + TL_KUBE_EXEC_REJECT_MIN_MS)
-		st->next_ms = kc->creds_mono_ms + TL_KUBE_EXEC_REJECT_MIN_MS;
+	if (st->creds_mono_ms && now_mono_ms - st->creds_mono_ms < TL_KUBE_EXEC_REJECT_MIN_MS &&
+	    st->next_ms < st->creds_mono_ms + TL_KUBE_EXEC_REJECT_MIN_MS)
+		st->next_ms = st->creds_mono_ms + TL_KUBE_EXEC_REJECT_MIN_MS;
 	if (!st->loop)
 		return;
-	if (exec_due(kc, st, now_mono_ms))
-		exec_start(kc, st, now_mono_ms);
+	if (exec_due(st, now_mono_ms))
+		exec_start(st, now_mono_ms);
 	else
-		exec_arm_retry(kc, st, now_mono_ms);
+		exec_arm_retry(st, now_mono_ms);
 }
 
-int tl_kubeconfig_attach(struct tl_kubeconfig *kc, struct tl_loop *loop)
+int tl_kube_auth_attach(struct tl_kube_auth *st, struct tl_loop *loop)
 {
-	struct kc_exec_state *st = kc_state(kc);
 	int r;
 
-	if (!st)
-		return -ENOMEM;
 	if (st->loop)
 		return -EBUSY;
-	r = tl_loop_add_timer(loop, 0, 0, exec_retry_cb, kc, &st->retry);
+	r = tl_loop_add_timer(loop, 0, 0, exec_retry_cb, st, &st->retry);
 	if (r < 0)
 		return r;
 	st->loop = loop;
-	exec_arm_retry(kc, st, tl_now_mono_ms());
+	exec_arm_retry(st, tl_now_mono_ms());
 	return 0;
 }
 
-int tl_kubeconfig_subscribe(struct tl_kubeconfig *kc, tl_kube_creds_cb cb, void *userdata)
+int tl_kube_auth_subscribe(struct tl_kube_auth *st, tl_kube_creds_cb cb, void *userdata)
 {
-	struct kc_exec_state *st = kc_state(kc);
-	struct kc_sub *n;
+	struct kc_sub *n = realloc(st->subs, (st->nsubs + 1) * sizeof(*n));
 
-	if (!st)
-		return -ENOMEM;
-	n = realloc(st->subs, (st->nsubs + 1) * sizeof(*n));
 	if (!n)
 		return -ENOMEM;
 	st->subs = n;
@@ -380,12 +390,8 @@ int tl_kubeconfig_subscribe(struct tl_kubeconfig *kc, tl_kube_creds_cb cb, void 
 	return 0;
 }
 
-void tl_kubeconfig_unsubscribe(struct tl_kubeconfig *kc, tl_kube_creds_cb cb, void *userdata)
+void tl_kube_auth_unsubscribe(struct tl_kube_auth *st, tl_kube_creds_cb cb, void *userdata)
 {
-	struct kc_exec_state *st = kc->exec_state;
-
-	if (!st)
-		return;
 	for (size_t i = 0; i < st->nsubs; i++) {
 		if (st->subs[i].cb == cb && st->subs[i].userdata == userdata) {
 			memmove(&st->subs[i], &st->subs[i + 1],
@@ -396,25 +402,23 @@ void tl_kubeconfig_unsubscribe(struct tl_kubeconfig *kc, tl_kube_creds_cb cb, vo
 	}
 }
 
-int tl_kubeconfig_credentials(struct tl_kubeconfig *kc, bool force, uint64_t now_mono_ms,
-			      const struct tl_kube_creds **ret, char *err, size_t errlen)
+int tl_kube_auth_credentials(struct tl_kube_auth *st, bool force, uint64_t now_mono_ms,
+			     const struct tl_kube_creds **ret, char *err, size_t errlen)
 {
-	struct kc_exec_state *st = kc_state(kc);
-	bool first = kc->creds_mono_ms == 0;
+	const struct tl_kubeconfig *kc = st->kc;
+	bool first = st->creds_mono_ms == 0;
 	int r;
 
 	if (err && errlen)
 		err[0] = '\0';
-	if (!st)
-		return -ENOMEM;
 	if (force)
-		tl_kubeconfig_invalidate(kc, kc->creds.generation, now_mono_ms);
+		tl_kube_auth_invalidate(st, st->creds.generation, now_mono_ms);
 	if (kc->exec) {
-		r = exec_credentials(kc, st, now_mono_ms, err, errlen);
+		r = exec_credentials(st, now_mono_ms, err, errlen);
 		if (r < 0)
 			return r;
 	} else if (kc->token_file && !kc->token) { /* kubectl: token wins over tokenFile */
-		if (first || st->stale || now_mono_ms - kc->creds_mono_ms >= TL_KUBE_TOKEN_REREAD_MS) {
+		if (first || st->stale || now_mono_ms - st->creds_mono_ms >= TL_KUBE_TOKEN_REREAD_MS) {
 			char *t;
 
 			/* a failed re-read leaves the token in force: the next
@@ -423,40 +427,29 @@ int tl_kubeconfig_credentials(struct tl_kubeconfig *kc, bool force, uint64_t now
 			r = read_token(kc->token_file, &t);
 			if (r < 0) {
 				tl_kubeconfig_err(err, errlen, kc->source, kc->token_file_key, "%s: %s",
-				       kc->token_file,
-				       r == -EBADMSG ? "empty or malformed token" : tl_kubeconfig_errstr(r));
+						  kc->token_file,
+						  r == -EBADMSG ? "empty or malformed token"
+								: tl_kubeconfig_errstr(r));
 				return r;
 			}
-			free(kc->creds.token);
-			kc->creds.token = t;
-			kc->creds.generation = ++st->gen;
-			kc->creds_mono_ms = now_mono_ms ? now_mono_ms : 1;
+			free(st->creds.token);
+			st->creds.token = t;
+			st->creds.generation = ++st->gen;
+			st->creds_mono_ms = now_mono_ms ? now_mono_ms : 1;
 			st->stale = false;
 		}
 	} else {
 		if (first) {
 			if (kc->token) {
-				kc->creds.token = strdup(kc->token);
-				if (!kc->creds.token)
+				st->creds.token = strdup(kc->token);
+				if (!st->creds.token)
 					return -ENOMEM;
 			}
-			kc->creds.generation = ++st->gen;
-			kc->creds_mono_ms = now_mono_ms ? now_mono_ms : 1;
+			st->creds.generation = ++st->gen;
+			st->creds_mono_ms = now_mono_ms ? now_mono_ms : 1;
 		}
 		st->stale = false; /* nothing to refresh them from */
 	}
-	*ret = &kc->creds;
+	*ret = &st->creds;
 	return 0;
-}
-
-void tl_kube_creds_release(struct tl_kubeconfig *kc)
-{
-	if (kc->exec_state) {
-		tl_kexec_free(kc->exec_state->run);
-		tl_timer_free(kc->exec_state->retry);
-		free(kc->exec_state->subs);
-		free(kc->exec_state);
-		kc->exec_state = NULL;
-	}
-	creds_clear(&kc->creds);
 }

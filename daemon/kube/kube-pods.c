@@ -68,6 +68,7 @@ struct tl_kpods {
 	uint64_t deleted_seq;
 	size_t retained;
 	bool warned_other_node, warned_limit;
+	struct tl_metric *m_other_node, *m_limit, *m_invalid;
 };
 
 /* ---- small helpers (JSON members: json-util.h) ---- */
@@ -89,18 +90,20 @@ const char *tl_kpods_bare_id(const char *full)
 
 /* ---- events ---- */
 
-static bool emit_new(struct tl_event *ev, const char *type, const char *pod_uid)
+static bool emit_new(struct tl_event *ev, enum tl_kind kind, const char *pod_uid)
 {
-	if (tl_event_init(ev, TL_SRC_API, type, tl_now_real_ns()) < 0)
+	if (tl_event_init_kind(ev, kind, TL_SRC_API, tl_now_real_ns()) < 0)
 		return false;
 	snprintf(ev->pod_uid, sizeof(ev->pod_uid), "%s", pod_uid ? pod_uid : "");
 	return true;
 }
 
-static void set_str_if(struct tl_event *ev, const char *k, const char *v)
+/* A string field when the API object has it (too long for the event: left
+ * out, as the model drops what does not fit). */
+static void set_str_if(struct tl_event *ev, unsigned slot, const char *v)
 {
 	if (v)
-		tl_event_set_str(ev, k, v);
+		tl_event_set_s(ev, slot, v, strlen(v));
 }
 
 /* ---- pods ---- */
@@ -350,19 +353,19 @@ static void emit_terminated(struct tl_kpods *m, struct kpod *p, struct json_obje
 	if (tl_json_get(p->terminated, key))
 		return;
 	json_object_object_add(p->terminated, key, json_object_new_boolean(1));
-	if (!report || !emit_new(&ev, "container.terminated", p->uid))
+	if (!report || !emit_new(&ev, TL_KIND_CONTAINER_TERMINATED, p->uid))
 		return;
 	snprintf(ev.container, sizeof(ev.container), "%s", name);
 	if (!cid || !*cid)
 		cid = sid;
 	if (tl_kpods_bare_id(cid) && strlen(tl_kpods_bare_id(cid)) < sizeof(ev.container_id))
 		snprintf(ev.container_id, sizeof(ev.container_id), "%s", tl_kpods_bare_id(cid));
-	tl_event_set_int(&ev, "exitCode", tl_json_int(term, "exitCode", &v) ? v : -1);
-	tl_event_set_str(&ev, "reason", tl_json_str(term, "reason") ? tl_json_str(term, "reason") : "");
+	tl_event_set_i(&ev, TL_F_TERM_EXIT_CODE, tl_json_int(term, "exitCode", &v) ? v : -1);
+	set_str_if(&ev, TL_F_TERM_REASON, tl_json_str(term, "reason") ? tl_json_str(term, "reason") : "");
 	if (tl_json_int(term, "signal", &v))
-		tl_event_set_int(&ev, "signal", v);
-	set_str_if(&ev, "startedAt", tl_json_str(term, "startedAt"));
-	set_str_if(&ev, "finishedAt", tl_json_str(term, "finishedAt"));
+		tl_event_set_i(&ev, TL_F_TERM_SIGNAL, v);
+	set_str_if(&ev, TL_F_TERM_STARTED, tl_json_str(term, "startedAt"));
+	set_str_if(&ev, TL_F_TERM_FINISHED, tl_json_str(term, "finishedAt"));
 	tl_emit(&m->emit, &ev);
 }
 
@@ -396,15 +399,15 @@ static void pod_diff(struct tl_kpods *m, struct kpod *p, const struct kpod *np,
 	size_t n;
 
 	if (np->deleting && !(had_state && p->deleting) && report &&
-	    emit_new(&ev, "pod.deletion_requested", p->uid)) {
+	    emit_new(&ev, TL_KIND_POD_DELETION_REQUESTED, p->uid)) {
 		int64_t g;
 
 		if (tl_json_int(md, "deletionGracePeriodSeconds", &g) ||
 		    tl_json_int(tl_json_get(obj, "spec"), "terminationGracePeriodSeconds", &g))
-			tl_event_set_int(&ev, "gracePeriodSeconds", g);
+			tl_event_set_i(&ev, TL_F_DELREQ_GRACE, g);
 		else
-			tl_event_set_int(&ev, "gracePeriodSeconds", 30);
-		set_str_if(&ev, "deletionTimestamp", tl_json_str(md, "deletionTimestamp"));
+			tl_event_set_i(&ev, TL_F_DELREQ_GRACE, 30);
+		set_str_if(&ev, TL_F_DELREQ_DELETION_TS, tl_json_str(md, "deletionTimestamp"));
 		tl_emit(&m->emit, &ev);
 	}
 	n = conds ? json_object_array_length(conds) : 0;
@@ -415,12 +418,12 @@ static void pod_diff(struct tl_kpods *m, struct kpod *p, const struct kpod *np,
 
 		if (!t || !s || !tl_json_get(np->conds, t) || (old && strcmp(old, s) == 0))
 			continue;
-		if (!emit_new(&ev, "pod.condition", p->uid))
+		if (!emit_new(&ev, TL_KIND_POD_CONDITION, p->uid))
 			continue;
-		tl_event_set_str(&ev, "condition", t);
-		tl_event_set_str(&ev, "status", s);
-		set_str_if(&ev, "reason", tl_json_str(c, "reason"));
-		set_str_if(&ev, "lastTransitionTime", tl_json_str(c, "lastTransitionTime"));
+		set_str_if(&ev, TL_F_COND_CONDITION, t);
+		set_str_if(&ev, TL_F_COND_STATUS, s);
+		set_str_if(&ev, TL_F_COND_REASON, tl_json_str(c, "reason"));
+		set_str_if(&ev, TL_F_COND_LAST_TRANSITION, tl_json_str(c, "lastTransitionTime"));
 		tl_emit(&m->emit, &ev);
 	}
 	diff_terminated(m, p, obj, report);
@@ -449,9 +452,8 @@ static void pod_mark_deleted(struct tl_kpods *m, struct kpod *p, const char *how
 
 	if (p->deleted)
 		return;
-	if (emit_new(&ev, "pod.deleted", p->uid)) {
-		if (how)
-			tl_event_set_str(&ev, "observedBy", how);
+	if (emit_new(&ev, TL_KIND_POD_DELETED, p->uid)) {
+		set_str_if(&ev, TL_F_DELETED_OBSERVED_BY, how);
 		tl_emit(&m->emit, &ev);
 	}
 	p->deleted = true;
@@ -471,7 +473,7 @@ static bool pod_on_node(struct tl_kpods *m, struct json_object *obj, const char 
 
 	if (nn && strcmp(nn, m->node) == 0)
 		return true;
-	tl_metric_add("termline_kube_pods_ignored_total", "reason=\"other-node\"", 1);
+	tl_metric_inc(m->m_other_node, 1);
 	if (!m->warned_other_node) {
 		char what[256];
 
@@ -489,7 +491,7 @@ static bool pod_room(struct tl_kpods *m, const char *ns, const char *name)
 {
 	if (m->pods->count - (int)m->retained < KP_MAX_PODS)
 		return true;
-	tl_metric_add("termline_kube_pods_ignored_total", "reason=\"limit\"", 1);
+	tl_metric_inc(m->m_limit, 1);
 	if (!m->warned_limit) {
 		char what[160];
 
@@ -515,7 +517,7 @@ static struct kpod *pod_apply(struct tl_kpods *m, struct json_object *obj, bool 
 	/* past Kubernetes' own limits it is no Pod the kubelet runs; a cut
 	 * name would be another Pod's */
 	if (strlen(ns) >= TL_POD_NS_MAX || strlen(name) >= TL_POD_NAME_MAX) {
-		tl_metric_add("termline_kube_pods_ignored_total", "reason=\"invalid\"", 1);
+		tl_metric_inc(m->m_invalid, 1);
 		return NULL;
 	}
 	if (!pod_on_node(m, obj, ns, name))
@@ -659,16 +661,16 @@ static void emit_ep(struct tl_kpods *m, const struct kslice *s, const struct kep
 {
 	struct tl_event ev;
 
-	if (!emit_new(&ev, removed ? "endpoint.removed" : "endpoint.condition", e->pod_uid))
+	if (!emit_new(&ev, removed ? TL_KIND_ENDPOINT_REMOVED : TL_KIND_ENDPOINT_CONDITION, e->pod_uid))
 		return;
-	tl_event_set_str(&ev, "service", s->service ? s->service : "");
-	tl_event_set_str(&ev, "endpointSlice", s->name);
+	set_str_if(&ev, TL_F_EP_SERVICE, s->service ? s->service : "");
+	set_str_if(&ev, TL_F_EP_SLICE, s->name);
 	if (!removed) {
-		tl_event_set_bool(&ev, "ready", e->ready);
-		tl_event_set_bool(&ev, "serving", e->serving);
-		tl_event_set_bool(&ev, "terminating", e->terminating);
+		tl_event_set_i(&ev, TL_F_EP_READY, e->ready);
+		tl_event_set_i(&ev, TL_F_EP_SERVING, e->serving);
+		tl_event_set_i(&ev, TL_F_EP_TERMINATING, e->terminating);
 	}
-	set_str_if(&ev, "address", e->address);
+	set_str_if(&ev, TL_F_EP_ADDRESS, e->address);
 	tl_emit(&m->emit, &ev);
 }
 
@@ -867,9 +869,15 @@ int tl_kpods_new(const char *node, const struct tl_emitter *emit, struct tl_kpod
 		return -ENOMEM;
 	m->node = strdup(node);
 	m->emit = *emit;
-	tl_metric_describe("termline_kube_pods_ignored_total", TL_METRIC_COUNTER,
-			   "Pods from the API server not tracked: of another node, past the limit, "
-			   "or with a namespace or name past Kubernetes' limits");
+#define IGNORED_HELP "Pods from the API server not tracked: of another node, past the limit, " \
+		     "or with a namespace or name past Kubernetes' limits"
+	m->m_other_node = tl_metric_new("termline_kube_pods_ignored_total", "reason=\"other-node\"",
+					TL_METRIC_COUNTER, IGNORED_HELP);
+	m->m_limit = tl_metric_new("termline_kube_pods_ignored_total", "reason=\"limit\"",
+				   TL_METRIC_COUNTER, IGNORED_HELP);
+	m->m_invalid = tl_metric_new("termline_kube_pods_ignored_total", "reason=\"invalid\"",
+				     TL_METRIC_COUNTER, IGNORED_HELP);
+#undef IGNORED_HELP
 	tl_metric_describe("termline_kube_pod_fields_dropped_total", TL_METRIC_COUNTER,
 			   "Parts of Pod objects read from the API server and left out of the timeline's "
 			   "metadata: containers past 256 or without a usable name, over-long "

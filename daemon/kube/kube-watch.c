@@ -44,7 +44,8 @@ enum rf_next { RF_NEXT_LIST, RF_NEXT_WATCH };
 struct tl_reflector {
 	struct tl_loop *loop;
 	struct tl_khttp *http;
-	struct tl_kubeconfig *kc;
+	const struct tl_kubeconfig *kc;
+	struct tl_kube_auth *auth;
 	struct tl_reflector_ops ops;
 	void *userdata;
 	char *resource, *path, *query;
@@ -264,7 +265,7 @@ static void rf_list_done(void *userdata, int res, long status, int retry_after_s
 	} else {
 		rf_error(r, status_kind(status), "LIST %s: HTTP %ld %.200s", r->resource, status, msg);
 		if (status == 401)
-			tl_kubeconfig_invalidate(r->kc, r->creds_gen, tl_now_mono_ms());
+			tl_kube_auth_invalidate(r->auth, r->creds_gen, tl_now_mono_ms());
 		if (status == 410) /* expired continue token: start over now */
 			rf_schedule(r, RF_NEXT_LIST, 0);
 		else
@@ -277,7 +278,7 @@ static void rf_list_done(void *userdata, int res, long status, int retry_after_s
 static int rf_creds(struct tl_reflector *r, enum rf_next next, const struct tl_kube_creds **ret)
 {
 	char err[512];
-	int k = tl_kubeconfig_credentials(r->kc, false, tl_now_mono_ms(), ret, err, sizeof(err));
+	int k = tl_kube_auth_credentials(r->auth, false, tl_now_mono_ms(), ret, err, sizeof(err));
 
 	if (k < 0 && err[0])
 		rf_error(r, "credentials", "%s", err);
@@ -462,7 +463,7 @@ static void rf_watch_done(void *userdata, int res, long status, int retry_after_
 		rf_error(r, status_kind(status), "WATCH %s: HTTP %ld %.200s", r->resource, status,
 			 msg);
 		if (status == 401)
-			tl_kubeconfig_invalidate(r->kc, r->creds_gen, tl_now_mono_ms());
+			tl_kube_auth_invalidate(r->auth, r->creds_gen, tl_now_mono_ms());
 		rf_backoff(r, RF_NEXT_WATCH, status == 429 || status == 503 ? retry_after_s : -1);
 		return;
 	}
@@ -534,9 +535,9 @@ static void rf_timer(struct tl_loop *loop _unused_, struct tl_timer *timer _unus
 		rf_start_watch(r);
 }
 
-int tl_reflector_new(struct tl_loop *loop, struct tl_khttp *http, struct tl_kubeconfig *kc,
-		     const struct tl_reflector_config *cfg, const struct tl_reflector_ops *ops,
-		     void *userdata, struct tl_reflector **ret)
+int tl_reflector_new(struct tl_loop *loop, struct tl_khttp *http, const struct tl_kubeconfig *kc,
+		     struct tl_kube_auth *auth, const struct tl_reflector_config *cfg,
+		     const struct tl_reflector_ops *ops, void *userdata, struct tl_reflector **ret)
 {
 	struct tl_kstream_limits ll = { .max_object = RF_MAX_LIST_PAGE,
 					.max_cost = RF_MAX_LIST_PAGE_COST };
@@ -550,6 +551,7 @@ int tl_reflector_new(struct tl_loop *loop, struct tl_khttp *http, struct tl_kube
 	r->loop = loop;
 	r->http = http;
 	r->kc = kc;
+	r->auth = auth;
 	r->ops = *ops;
 	r->userdata = userdata;
 	r->page_limit = cfg->page_limit ? cfg->page_limit : RF_DEFAULT_LIMIT;
@@ -568,7 +570,7 @@ int tl_reflector_new(struct tl_loop *loop, struct tl_khttp *http, struct tl_kube
 	k = tl_loop_add_timer(loop, 0, 0, rf_timer, r, &r->timer);
 	if (k < 0)
 		goto fail;
-	k = tl_kubeconfig_subscribe(kc, rf_creds_ready, r);
+	k = tl_kube_auth_subscribe(auth, rf_creds_ready, r);
 	if (k < 0)
 		goto fail;
 	r->subscribed = true;
@@ -601,7 +603,7 @@ void tl_reflector_free(struct tl_reflector *r)
 		return;
 	tl_khttp_cancel(r->req);
 	if (r->subscribed)
-		tl_kubeconfig_unsubscribe(r->kc, rf_creds_ready, r);
+		tl_kube_auth_unsubscribe(r->auth, rf_creds_ready, r);
 	tl_timer_free(r->timer);
 	tl_kstream_free(r->list_stream);
 	tl_kstream_free(r->watch_stream);

@@ -5,6 +5,7 @@
 #include <json-c/json.h>
 
 #include "kube-http.h"
+#include "kube-creds.h"
 #include "kubeconfig.h"
 #include "loop.h"
 
@@ -42,9 +43,11 @@ struct tl_reflector_stats {
 	uint64_t lists, relists, watches, restarts, events, bookmarks, malformed, errors;
 };
 
-int tl_reflector_new(struct tl_loop *loop, struct tl_khttp *http, struct tl_kubeconfig *kc,
-		     const struct tl_reflector_config *cfg, const struct tl_reflector_ops *ops,
-		     void *userdata, struct tl_reflector **ret);
+/* kc (where the API server is) and auth (its credentials, kept fresh)
+ * must outlive the reflector. */
+int tl_reflector_new(struct tl_loop *loop, struct tl_khttp *http, const struct tl_kubeconfig *kc,
+		     struct tl_kube_auth *auth, const struct tl_reflector_config *cfg,
+		     const struct tl_reflector_ops *ops, void *userdata, struct tl_reflector **ret);
 /* Starts the first LIST (from the loop, on the next iteration). */
 int tl_reflector_start(struct tl_reflector *r);
 void tl_reflector_free(struct tl_reflector *r);

@@ -9,10 +9,12 @@
 #include "kube-pods.h"
 #include "kube-watch.h"
 #include "kube.h"
+#include "kube-creds.h"
 #include "kubeconfig.h"
 
 struct tl_kube {
 	struct tl_kubeconfig *kc;
+	struct tl_kube_auth *auth;
 	struct tl_khttp *http;
 	struct tl_kpods *model;
 	struct tl_reflector *pods, *slices;
@@ -26,6 +28,7 @@ void tl_kube_free(struct tl_kube *k)
 	tl_reflector_free(k->slices);
 	tl_khttp_free(k->http);
 	tl_kpods_free(k->model);
+	tl_kube_auth_free(k->auth);
 	tl_kubeconfig_free(k->kc);
 	free(k);
 }
@@ -57,10 +60,13 @@ int tl_kube_new(const struct tl_kube_config *cfg, struct tl_loop *loop,
 	 * failing exec plugin) are a configuration error, not a transient: the
 	 * first are fetched here, before the loop runs, so the caller can
 	 * say so and exit. Every later plugin run is on the loop. */
-	r = tl_kubeconfig_credentials(k->kc, false, tl_now_mono_ms(), &creds, err, errlen);
+	r = tl_kube_auth_new(k->kc, &k->auth);
+	if (r < 0)
+		goto fail_msg;
+	r = tl_kube_auth_credentials(k->auth, false, tl_now_mono_ms(), &creds, err, errlen);
 	if (r < 0)
 		goto fail;
-	r = tl_kubeconfig_attach(k->kc, loop);
+	r = tl_kube_auth_attach(k->auth, loop);
 	if (r < 0)
 		goto fail_msg;
 	r = tl_khttp_new(loop, &k->http);
@@ -85,10 +91,11 @@ int tl_kube_new(const struct tl_kube_config *cfg, struct tl_loop *loop,
 			.query = "labelSelector=kubernetes.io%2Fservice-name",
 		};
 
-		r = tl_reflector_new(loop, k->http, k->kc, &pc, &tl_kpods_pod_ops, k->model, &k->pods);
+		r = tl_reflector_new(loop, k->http, k->kc, k->auth, &pc, &tl_kpods_pod_ops, k->model,
+				     &k->pods);
 		if (r == 0)
-			r = tl_reflector_new(loop, k->http, k->kc, &sc, &tl_kpods_slice_ops, k->model,
-					     &k->slices);
+			r = tl_reflector_new(loop, k->http, k->kc, k->auth, &sc, &tl_kpods_slice_ops,
+					     k->model, &k->slices);
 		if (r < 0)
 			goto fail_msg;
 	}

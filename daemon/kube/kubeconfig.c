@@ -488,7 +488,6 @@ void tl_kubeconfig_free(struct tl_kubeconfig *kc)
 	free(kc->key_pem);
 	exec_free(kc->exec);
 	free(kc->exec_key);
-	tl_kube_creds_release(kc);
 	free(kc);
 }
 

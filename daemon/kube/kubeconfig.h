@@ -16,7 +16,7 @@ struct tl_kube_exec {
 	int timeout_ms; /* the whole run, output and exit; 0 = 30 s */
 };
 
-/* Credentials in force; owned by the tl_kubeconfig. */
+/* Credentials in force (kube-creds.h keeps them fresh). */
 struct tl_kube_creds {
 	char *token;          /* bearer token or NULL */
 	char *cert_pem;       /* client certificate (PEM bytes) or NULL */
@@ -27,8 +27,6 @@ struct tl_kube_creds {
 	uint64_t generation;  /* changes whenever the credentials do */
 };
 
-struct tl_loop;
-struct kc_exec_state;
 
 struct tl_kubeconfig {
 	char *source;          /* the file, or "in-cluster config" */
@@ -48,11 +46,6 @@ struct tl_kubeconfig {
 	size_t cert_pem_len, key_pem_len;
 	struct tl_kube_exec *exec;
 	char *exec_key;
-
-	/* refreshed by tl_kubeconfig_credentials() */
-	struct tl_kube_creds creds;
-	uint64_t creds_mono_ms; /* when last read; 0 = never */
-	struct kc_exec_state *exec_state;
 };
 
 #define TL_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -82,6 +75,3 @@ bool tl_kube_token_ok(const char *t);
 
 /* Exposed for tests: decode base64 (whitespace ignored). 0 or -EINVAL. */
 int tl_base64_decode(const char *in, char **ret, size_t *ret_len);
-
-/* Keeping the credentials fresh (kube-creds.c). */
-#include "kube-creds.h"

@@ -1,81 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The timeline document (schema/timeline.schema.json, docs/timeline-format.md)
- * written from a timeline's compact state: the events through the one
- * encoder of event.c, the rest through json-c (small). Written in chunks,
- * so a GET streams it and never holds it whole. */
+/* The timeline document (document.h): the events through the one encoder
+ * of event.c, the rest through json-c (small parts). */
 #include <errno.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
+#include "document.h"
 #include "export-json.h"
-#include "store-int.h"
-
-
-const char *state_meta_str(const struct tl_state *s, const char *key)
-{
-	const char *v = NULL;
-
-	if (!s->meta)
-		return NULL;
-	if (strcmp(key, "namespace") == 0)
-		v = s->meta->ns;
-	else if (strcmp(key, "name") == 0)
-		v = s->meta->name;
-	else if (strcmp(key, "node") == 0)
-		v = s->meta->node;
-	else if (strcmp(key, "ip") == 0)
-		v = s->meta->ip;
-	return v && v[0] ? v : NULL;
-}
-
-static void ctr_strings(const struct tl_state *s, uint16_t ctr, struct tl_event *ev)
-{
-	const char *id, *name;
-
-	ev->container_id[0] = '\0';
-	ev->container[0] = '\0';
-	if (ctr == NO_CTR || ctr >= s->n_ctrs)
-		return;
-	id = tl_strtab_get(s->strs, s->ctrs[ctr].id_s, NULL);
-	name = tl_strtab_get(s->strs, s->ctrs[ctr].name_s, NULL);
-	if (id)
-		snprintf(ev->container_id, sizeof(ev->container_id), "%s", id);
-	if (name)
-		snprintf(ev->container, sizeof(ev->container), "%s", name);
-	ev->cgroup_id = s->ctrs[ctr].cgroup_id;
-}
-
-int state_event(const struct tl_state *s, size_t i, struct tl_event *ev)
-{
-	const struct entry *e = &s->ev[i];
-
-	if (e->ref & AGG_REF) {
-		const struct agg *a = &s->aggs[e->ref & ~AGG_REF];
-		const char *type = tl_kind_name((enum tl_kind)a->kind);
-
-		tl_event_init_kind(ev, TL_KIND_EVENTS_AGGREGATED, (enum tl_source)a->source, e->time_ns);
-		ctr_strings(s, a->ctr, ev);
-		tl_event_set_s(ev, TL_F_AGG_TYPE, type, strlen(type));
-		tl_event_set_i(ev, TL_F_AGG_INTERVAL_MS, a->interval_ms);
-		tl_event_set_i(ev, TL_F_AGG_COUNT, (int64_t)a->count);
-		if (a->kind == TL_KIND_HTTP_REQUEST)
-			tl_event_set_i(ev, TL_F_AGG_FAILED, (int64_t)a->failed);
-		return 0;
-	} else {
-		struct rec_hdr h;
-		const uint8_t *payload = rec_get(s->arena + e->ref, &h);
-
-		if (tl_event_init_kind(ev, (enum tl_kind)h.kind, (enum tl_source)h.source,
-				       e->time_ns) < 0)
-			return -EINVAL;
-		ctr_strings(s, h.ctr, ev);
-		return tl_event_unpack(ev, payload, h.len, h.flags, s->strs);
-	}
-}
 
 static struct json_object *str_or_null(const char *s)
 {
@@ -168,20 +101,7 @@ static struct json_object *build_containers(const struct tl_state *s)
 	return arr;
 }
 
-bool state_complete(const struct tl_state *s)
-{
-	const struct loss *l = &s->loss;
-
-	bool any = false;
-
-	/* unreadable is already in disk */
-#define ANY(field, key) any |= (key) != NULL && l->field != 0;
-	LOSS_FIELDS(ANY)
-#undef ANY
-	return !any;
-}
-
-static struct json_object *build_recorder(const struct tl_state *s, const struct recorder_info *ri)
+static struct json_object *build_recorder(const struct tl_state *s, const struct doc_recorder *ri)
 {
 	struct json_object *r = json_object_new_object(), *probes;
 	char tbuf[TL_TIME_STRLEN];
@@ -198,12 +118,25 @@ static struct json_object *build_recorder(const struct tl_state *s, const struct
 	json_object_object_add(r, "configDigest", json_object_new_string(ri->config_digest));
 	json_object_object_add(r, "recordingSince",
 			       json_object_new_string(tl_time_format(s->recording_since_ns, tbuf)));
-	if (s->gaps)
-		json_object_object_add(r, "gaps", json_object_get(s->gaps));
+	if (s->n_gaps) {
+		struct json_object *gaps = json_object_new_array();
+
+		for (size_t i = 0; gaps && i < s->n_gaps; i++) {
+			struct json_object *g = json_object_new_object();
+			char a[TL_TIME_STRLEN], b[TL_TIME_STRLEN];
+
+			if (!g)
+				continue;
+			json_object_object_add(g, "from", json_object_new_string(tl_time_format(s->gaps[i].from_ns, a)));
+			json_object_object_add(g, "to", json_object_new_string(tl_time_format(s->gaps[i].to_ns, b)));
+			json_object_array_add(gaps, g);
+		}
+		json_object_object_add(r, "gaps", gaps);
+	}
 	return r;
 }
 
-static struct json_object *build_loss(const struct loss *l)
+static struct json_object *build_loss(const struct state_loss *l)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -212,7 +145,7 @@ static struct json_object *build_loss(const struct loss *l)
 #define ADD(field, key) \
 	if (key) \
 		json_object_object_add(o, key, json_object_new_int64((int64_t)l->field));
-	LOSS_FIELDS(ADD)
+	STATE_LOSS_FIELDS(ADD)
 #undef ADD
 	return o;
 }
@@ -238,8 +171,8 @@ static int add_part(struct tl_buf *out, const char *key, struct json_object *o, 
 	return s ? 0 : -ENOMEM;
 }
 
-int document_write(const struct tl_state *s, const struct recorder_info *rec,
-		   struct doc_cursor *cur, struct tl_buf *out, size_t chunk)
+int doc_write(const struct tl_state *s, const struct doc_recorder *rec, struct doc_cursor *cur,
+	      struct tl_buf *out, size_t chunk)
 {
 	static struct tl_event ev;
 	int r;
@@ -288,119 +221,4 @@ int document_write(const struct tl_state *s, const struct recorder_info *rec,
 		cur->phase = 3;
 	}
 	return out->err ? out->err : 0;
-}
-
-/* ---- state copies ---- */
-
-/* In front of the arena: who shares it, and the size of its buffer
- * (big_grow's cap, this header included). */
-struct arena_hdr {
-	uint32_t refs;
-	uint32_t _pad;
-	size_t cap;
-};
-
-static struct arena_hdr *arena_hdr(uint8_t *arena)
-{
-	return (struct arena_hdr *)(void *)(arena - sizeof(struct arena_hdr));
-}
-
-uint8_t *arena_ref(uint8_t *arena)
-{
-	if (arena)
-		arena_hdr(arena)->refs++;
-	return arena;
-}
-
-void arena_unref(uint8_t *arena)
-{
-	struct arena_hdr *h = arena ? arena_hdr(arena) : NULL;
-
-	if (h && --h->refs == 0)
-		big_free(h, h->cap);
-}
-
-int arena_reserve(struct tl_state *s, size_t need)
-{
-	struct arena_hdr *h;
-	size_t cap;
-
-	if (need <= s->acap)
-		return 0;
-	if (s->arena && arena_hdr(s->arena)->refs == 1) {
-		h = arena_hdr(s->arena);
-		cap = h->cap;
-		h = big_grow(h, &cap, sizeof(*h) + s->alen, sizeof(*h) + need);
-		if (!h)
-			return -ENOMEM;
-	} else {
-		/* Shared with a snapshot (or new): a copy of our own. */
-		cap = 0;
-		h = big_grow(NULL, &cap, 0, sizeof(*h) + need);
-		if (!h)
-			return -ENOMEM;
-		h->refs = 1;
-		if (s->arena) {
-			memcpy(h + 1, s->arena, s->alen);
-			arena_unref(s->arena);
-		}
-	}
-	h->cap = cap;
-	s->arena = (uint8_t *)(h + 1);
-	s->acap = cap - sizeof(*h);
-	return 0;
-}
-
-static void *dup_mem(const void *p, size_t n)
-{
-	void *c = malloc(n ? n : 1);
-
-	if (c && n)
-		memcpy(c, p, n);
-	return c;
-}
-
-int state_copy(const struct tl_state *s, struct tl_state *ret)
-{
-	memset(ret, 0, sizeof(*ret));
-	memcpy(ret->uid, s->uid, sizeof(ret->uid));
-	ret->meta = tl_pod_meta_ref(s->meta);
-	ret->gaps = json_object_get(s->gaps);
-	ret->loss = s->loss;
-	ret->opened_ns = s->opened_ns;
-	ret->recording_since_ns = s->recording_since_ns;
-	ret->ctrs = dup_mem(s->ctrs, s->n_ctrs * sizeof(*s->ctrs));
-	ret->n_ctrs = ret->cap_ctrs = s->n_ctrs;
-	/* shared: a reference, not a copy (see arena_reserve) */
-	ret->arena = arena_ref(s->arena);
-	ret->alen = ret->acap = s->alen;
-	{
-		size_t bytes;
-
-		ret->ev = big_dup(s->ev, s->n * sizeof(*s->ev), &bytes);
-		ret->n = s->n;
-		ret->cap = bytes / sizeof(*s->ev);
-	}
-	ret->aggs = dup_mem(s->aggs, s->n_aggs * sizeof(*s->aggs));
-	ret->n_aggs = ret->cap_aggs = s->n_aggs;
-	if (!ret->ctrs || (s->alen && !ret->arena) || !ret->ev || !ret->aggs ||
-	    tl_strtab_clone(s->strs, &ret->strs) < 0) {
-		state_release(ret);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-void state_release(struct tl_state *s)
-{
-	if (!s)
-		return;
-	tl_pod_meta_unref(s->meta);
-	json_object_put(s->gaps);
-	tl_strtab_free(s->strs);
-	free(s->ctrs);
-	arena_unref(s->arena);
-	big_free(s->ev, s->cap * sizeof(*s->ev));
-	free(s->aggs);
-	memset(s, 0, sizeof(*s));
 }

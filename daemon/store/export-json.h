@@ -20,11 +20,6 @@ bool tl_export_name_ok(const char *s);
 
 /* Longest file name (NAME_MAX). */
 #define TL_EXPORT_FILE_MAX 255
-/* Temp files of tl_export_write_atomic: ".tl-XXXXXX.tmp". Documents end in
- * ".json", so no document name has this shape. */
-#define TL_EXPORT_TMP_PREFIX ".tl-"
-#define TL_EXPORT_TMP_SUFFIX ".tmp"
-bool tl_export_is_temp(const char *file);
 
 /* Directory (relative to STATE/timelines) and file name of a document:
  * "NS" + "NAME_UID.json" (NAME cut so the file name fits NAME_MAX), or
@@ -37,9 +32,3 @@ int tl_export_doc_location(const char *ns, const char *name, const char *uid, ch
  * key present, null where unknown; uid always set. The encoder is
  * tl_pod_meta_pod_json(). */
 struct json_object *tl_export_pod(const char *uid, const struct tl_pod_meta *meta);
-
-/* Writes data to DIR/FILE through a temp file in DIR: write, fsync,
- * rename, fsync DIR. DIR is created (one level) if missing. On error no
- * partial FILE exists. 0 or -errno. */
-int tl_export_write_atomic(const char *dir, const char *file, const char *data, size_t len);
-

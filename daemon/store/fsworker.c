@@ -5,11 +5,11 @@
  * "Closing").
  *
  * Why: the document's fdatasync, its rename, the directory's fsync and the
- * journal's unlink (which frees the file's pages) were the longest step
- * of a close on the loop, 7-18 ms of thread CPU for a 20k-event timeline
- * on this project's test VM (bench/README.md), most of it in the kernel.
- * The loop now only queues them. A thread, not a fork: the job touches no
- * memory of the store, only descriptors and paths it owns. */
+ * journal's unlink (which frees the file's pages) are the longest steps of
+ * a close, milliseconds of kernel time each for a 20k-event timeline
+ * (bench/README.md): on the loop they would stall every other source. The
+ * loop only queues them. A thread, not a fork: the job touches no memory
+ * of the store, only descriptors and paths it owns. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,7 +25,8 @@
 
 #include "fileio.h"
 #include "loop.h"
-#include "store-int.h"
+#include "fsworker.h"
+#include "metrics.h"
 #include "macro.h"
 
 struct tl_fsworker {
@@ -33,38 +34,13 @@ struct tl_fsworker {
 	int efd;
 	pthread_t thread;
 	bool started, stop;
+	bool inline_only; /* drained for shutdown: jobs run on the caller's thread */
 	pthread_mutex_t mu;
 	pthread_cond_t work_cv, idle_cv;
 	struct fsjob *q_head, *q_tail;    /* queued */
 	struct fsjob *d_head, *d_tail;    /* done, waiting for the loop */
 	unsigned unfinished;              /* queued or running */
 };
-
-/* A document made durable and put in place: its data, then the rename, then
- * the rename itself. fd is closed in every case; *renamed says whether tmp
- * is now path. Used by the worker and by the close's synchronous fallback. */
-int doc_commit(int fd, const char *tmp, const char *path, const char *dir, bool *renamed)
-{
-	int dfd, r = 0;
-
-	*renamed = false;
-	if (fchmod(fd, 0644) < 0 || fdatasync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		return r;
-	*renamed = true;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	if (fsync(dfd) < 0)
-		r = -errno;
-	close(dfd);
-	return r;
-}
 
 static int job_commit(struct fsjob *job)
 {
@@ -76,10 +52,10 @@ static int job_commit(struct fsjob *job)
 		close(fd);
 		return r;
 	}
-	return doc_commit(fd, job->tmp, job->path, job->dir, &job->renamed);
+	return tl_file_commit(fd, job->tmp, job->path, job->dir, &job->renamed);
 }
 
-int fsjob_run(struct fsjob *job)
+int tl_fsworker_run(struct fsjob *job)
 {
 	switch (job->type) {
 	case FSJOB_COMMIT:
@@ -130,7 +106,7 @@ static void *worker_main(void *arg)
 			w->q_tail = NULL;
 		pthread_mutex_unlock(&w->mu);
 
-		job->result = fsjob_run(job);
+		job->result = tl_fsworker_run(job);
 
 		pthread_mutex_lock(&w->mu);
 		job->next = NULL;
@@ -233,8 +209,8 @@ int tl_fsworker_submit(struct tl_fsworker *w, struct fsjob *job)
 {
 	int r;
 
-	if (!w)
-		return -EINVAL;
+	if (!w || w->inline_only)
+		return -ESHUTDOWN;
 	r = start(w);
 	if (r < 0)
 		return r;
@@ -255,6 +231,7 @@ void tl_fsworker_drain(struct tl_fsworker *w)
 {
 	if (!w)
 		return;
+	w->inline_only = true;
 	pthread_mutex_lock(&w->mu);
 	while (w->unfinished)
 		pthread_cond_wait(&w->idle_cv, &w->mu);
@@ -262,16 +239,48 @@ void tl_fsworker_drain(struct tl_fsworker *w)
 	dispatch(w);
 }
 
-bool tl_fsworker_busy(struct tl_fsworker *w)
+bool tl_fsworker_inline(const struct tl_fsworker *w)
 {
-	bool busy;
+	return !w || w->inline_only;
+}
 
-	if (!w)
-		return false;
-	pthread_mutex_lock(&w->mu);
-	busy = w->unfinished > 0 || w->d_head;
-	pthread_mutex_unlock(&w->mu);
-	return busy;
+struct detached {
+	struct fsjob job;
+	struct tl_metric *errors;
+};
+
+static void detached_done(struct fsjob *job)
+{
+	struct detached *d = (struct detached *)job;
+
+	if (job->result < 0)
+		tl_metric_inc(d->errors, 1);
+	free(d);
+}
+
+void tl_fsworker_detached(struct tl_fsworker *w, enum fsjob_type type, int fd, const char *path,
+			  struct tl_metric *errors)
+{
+	struct detached *d = tl_fsworker_inline(w) ? NULL : calloc(1, sizeof(*d));
+	struct fsjob local = { .type = type, .fd = fd };
+
+	if (d) {
+		d->job.type = type;
+		d->job.fd = fd;
+		d->job.done = detached_done;
+		d->errors = errors;
+		if (path)
+			snprintf(d->job.path, sizeof(d->job.path), "%s", path);
+		if (tl_fsworker_submit(w, &d->job) == 0)
+			return;
+		free(d);
+	}
+	/* not queued (shutdown, no thread, no memory): here, with a job on
+	 * the stack */
+	if (path)
+		snprintf(local.path, sizeof(local.path), "%s", path);
+	if (tl_fsworker_run(&local) < 0)
+		tl_metric_inc(errors, 1);
 }
 
 void tl_fsworker_free(struct tl_fsworker *w)

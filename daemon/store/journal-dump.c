@@ -11,73 +11,38 @@
 #include <string.h>
 
 #include "event.h"
+#include "frames.h"
 #include "journal.h"
+#include "macro.h"
 #include "strtab.h"
 #include "tl-buf.h"
 
 struct dump {
 	const char *uid;
 	struct tl_strtab *strs;
-	struct { uint32_t id_s, name_s; } ctrs[1024];
+	struct state_ctr ctrs[STATE_MAX_CTRS];
 	uint32_t n_ctrs;
 	unsigned long bad;
 };
 
-static int on_frame(void *ud, const uint8_t *p, size_t len)
+static int print_event(struct dump *d, const struct frame_rec *f)
 {
 	static struct tl_event ev;
-	struct dump *d = ud;
-	uint64_t v, kind, source, flags, ctr;
-	size_t o = 1, n;
-	int64_t t;
+	const struct state_hdr *h = &f->event.h;
 	struct tl_buf b;
 
-	if (len < 1)
-		return 0;
-	if (p[0] == 'S') {
-		if (tl_strtab_intern(d->strs, (const char *)p + 1, len - 1) < 0)
-			d->bad++;
-		return 0;
-	}
-	if (p[0] == 'C') {
-		uint64_t id = 0, name = 0;
+	if ((h->ctr != STATE_NO_CTR && h->ctr >= d->n_ctrs) ||
+	    tl_event_init_kind(&ev, (enum tl_kind)h->kind, (enum tl_source)h->source,
+			       f->event.time_ns) < 0 ||
+	    tl_event_unpack(&ev, f->event.payload, h->len, h->flags, d->strs) < 0)
+		return -EINVAL;
+	tl_copy_str(ev.pod_uid, sizeof(ev.pod_uid), d->uid);
+	if (h->ctr != STATE_NO_CTR) {
+		const char *id = tl_strtab_get(d->strs, d->ctrs[h->ctr].id_s, NULL);
+		const char *name = tl_strtab_get(d->strs, d->ctrs[h->ctr].name_s, NULL);
 
-		if (d->n_ctrs >= 1024 || !(n = tl_varint_get(p + o, len - o, &id)) ||
-		    !tl_varint_get(p + o + n, len - o - n, &name)) {
-			d->bad++;
-			return 0;
-		}
-		d->ctrs[d->n_ctrs].id_s = id ? (uint32_t)(id - 1) : UINT32_MAX;
-		d->ctrs[d->n_ctrs].name_s = name ? (uint32_t)(name - 1) : UINT32_MAX;
-		d->n_ctrs++;
-		return 0;
-	}
-	if (p[0] != 'E' && p[0] != 'R')
-		return 0;
-	if (!(n = tl_varint_get(p + o, len - o, &v)))
-		goto bad;
-	t = tl_unzigzag(v);
-	o += n;
-	if (len - o < 2)
-		goto bad;
-	kind = p[o++];
-	source = p[o++];
-	if (!(n = tl_varint_get(p + o, len - o, &flags)))
-		goto bad;
-	o += n;
-	if (!(n = tl_varint_get(p + o, len - o, &ctr)) || ctr > d->n_ctrs)
-		goto bad;
-	o += n;
-	if (tl_event_init_kind(&ev, (enum tl_kind)kind, (enum tl_source)source, t) < 0 ||
-	    tl_event_unpack(&ev, p + o, len - o, (uint32_t)flags, d->strs) < 0)
-		goto bad;
-	snprintf(ev.pod_uid, sizeof(ev.pod_uid), "%s", d->uid);
-	if (ctr) {
-		const char *id = tl_strtab_get(d->strs, d->ctrs[ctr - 1].id_s, NULL);
-		const char *name = tl_strtab_get(d->strs, d->ctrs[ctr - 1].name_s, NULL);
-
-		snprintf(ev.container_id, sizeof(ev.container_id), "%s", id ? id : "");
-		snprintf(ev.container, sizeof(ev.container), "%s", name ? name : "");
+		tl_copy_str(ev.container_id, sizeof(ev.container_id), id ? id : "");
+		tl_copy_str(ev.container, sizeof(ev.container), name ? name : "");
 	}
 	tl_buf_init(&b, 0);
 	tl_buf_adds(&b, "{\"k\":\"ev\",\"e\":");
@@ -88,14 +53,44 @@ static int on_frame(void *ud, const uint8_t *p, size_t len)
 	tl_buf_free(&b);
 	tl_event_clear(&ev);
 	return 0;
-bad:
-	d->bad++;
+}
+
+/* The frames that name strings and containers, and the events: the same
+ * decoder as the agent's replay (frames.c). */
+static int on_frame(void *ud, const uint8_t *p, size_t len)
+{
+	struct dump *d = ud;
+	struct frame_rec f;
+	int r = frame_decode(p, len, d->uid, &f);
+
+	if (r == 0) {
+		switch (f.type) {
+		case FRAME_STRING:
+			r = tl_strtab_intern(d->strs, f.str.s, f.str.len) < 0 ? -EINVAL : 0;
+			break;
+		case FRAME_CTR:
+			if (d->n_ctrs >= STATE_MAX_CTRS)
+				r = -EINVAL;
+			else
+				d->ctrs[d->n_ctrs++] = f.ctr;
+			break;
+		case FRAME_EVENT:
+		case FRAME_RAW:
+			r = print_event(d, &f);
+			break;
+		default:
+			break;
+		}
+	}
+	frame_rec_clear(&f);
+	if (r < 0)
+		d->bad++;
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct dump d = { 0 };
+	static struct dump d;
 	char dirbuf[PATH_MAX], namebuf[PATH_MAX], *dir, *name, *dot;
 	uint64_t bad = 0;
 	int r;

@@ -141,8 +141,8 @@ static void put_le32(uint8_t *p, uint32_t v)
 
 /* zlib's crc32 (same polynomial, same values: journals of either read
  * the same), eight bytes per step: zlib's own goes a byte at a time on
- * buffers this short (a frame per event, ~30-60 bytes), and was 10-17 %
- * of the store's instructions per event (bench-timeline under callgrind). */
+ * buffers this short (a frame per event, ~30-60 bytes), 10-17 % of the
+ * store's instructions per event (bench-timeline under callgrind). */
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
@@ -292,10 +292,11 @@ int tl_journal_flush(struct tl_journal *j)
 	/* Written or not, these frames are done with: a failure is the
 	 * caller's to count, and retrying a full disk with the same bytes
 	 * would only grow the backlog. A queue that a burst grew past
-	 * PENDING_KEEP is given back: kept, every journal held its largest
-	 * burst (up to 128 KiB) for life, 7 MiB of the agent's RSS with 110
-	 * Pods x 10,000 events (bench/README.md, API memory); growing it
-	 * again costs a few reallocs per burst, next to its write(2). */
+	 * PENDING_KEEP is given back: kept, every journal would hold its
+	 * largest burst (up to 128 KiB) for life, 7 MiB of the agent's RSS
+	 * with 110 Pods x 10,000 events (bench/README.md, API memory);
+	 * growing it again costs a few reallocs per burst, next to its
+	 * write(2). */
 	if (j->pending.cap > PENDING_KEEP)
 		tl_buf_free(&j->pending);
 	tl_buf_reset(&j->pending);
@@ -417,10 +418,9 @@ int tl_journal_remove(struct tl_journal *j)
 	return r;
 }
 
-int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb, void *userdata,
-		      uint64_t *ret_bad)
+int tl_journal_read(const char *path, uint64_t max, tl_journal_frame_cb cb, void *userdata,
+		    uint64_t *ret_bad)
 {
-	char path[PATH_MAX];
 	uint8_t *data = NULL;
 	uint64_t bad = 0;
 	struct stat st;
@@ -428,9 +428,6 @@ int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb,
 	ssize_t n;
 	int fd, r = 0;
 
-	r = journal_path(dir, name, TL_JOURNAL_EXT, path, sizeof(path));
-	if (r < 0)
-		return r;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -438,8 +435,10 @@ int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb,
 		r = -errno;
 		goto out;
 	}
-	/* Compaction keeps a journal near the size of its timeline's state
-	 * (a few MB at the event cap): reading it whole is bounded. */
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		r = -EFBIG;
+		goto out;
+	}
 	size = (size_t)st.st_size;
 	data = malloc(size ? size : 1);
 	if (!data) {
@@ -462,7 +461,7 @@ int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb,
 
 		if (len > TL_JOURNAL_FRAME_MAX || pos + 8 + len > size)
 			break;
-		if ((uint32_t)crc32(0L, data + pos + 8, len) != crc) {
+		if (tl_journal_crc(data + pos + 8, len) != crc) {
 			bad++;
 		} else {
 			r = cb(userdata, data + pos + 8, len);
@@ -480,6 +479,17 @@ out:
 	if (r == 0 && ret_bad)
 		*ret_bad = bad;
 	return r;
+}
+
+int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb, void *userdata,
+		      uint64_t *ret_bad)
+{
+	char path[PATH_MAX];
+	int r = journal_path(dir, name, TL_JOURNAL_EXT, path, sizeof(path));
+
+	/* Compaction keeps a journal near the size of its timeline's state
+	 * (a few MB at the event cap): reading it whole is bounded. */
+	return r < 0 ? r : tl_journal_read(path, UINT64_MAX, cb, userdata, ret_bad);
 }
 
 /* ---- the previous format ---- */

@@ -79,6 +79,9 @@ void tl_journal_frame(struct tl_buf *out, const void *body, size_t len);
 typedef int (*tl_journal_frame_cb)(void *userdata, const uint8_t *body, size_t len);
 int tl_journal_replay(const char *dir, const char *name, tl_journal_frame_cb cb, void *userdata,
 		      uint64_t *ret_bad);
+/* The same for any file of frames, of at most max bytes (-EFBIG past it). */
+int tl_journal_read(const char *path, uint64_t max, tl_journal_frame_cb cb, void *userdata,
+		    uint64_t *ret_bad);
 
 /* The previous format: every well-formed JSON line of DIR/NAME.jsonl;
  * lines that do not parse are skipped and counted. */

@@ -2,22 +2,23 @@
 /* The store's large growable buffers: each timeline's record arena and
  * event index (docs/journal-format.md, "In memory").
  *
- * Up to BIG_MIN bytes a buffer is malloc'd; past it, it is an anonymous
- * mapping of its own, grown with mremap. Two reasons, both measured with
- * bench-timeline (110 timelines x 10,000 events): doubling with realloc
- * left up to half of every buffer as slack, and glibc's dynamic mmap
- * threshold moved these buffers into the heap after the first large free,
- * where the freed smaller copies fragmented it. A mapping costs resident
+ * Up to MEM_BIG_MIN bytes a buffer is malloc'd; past it, it is an anonymous
+ * mapping of its own, grown with mremap. Doubling with realloc leaves up
+ * to half of every buffer as resident slack, and glibc's dynamic mmap
+ * threshold moves such buffers into the heap after the first large free,
+ * where the freed smaller copies fragment it (bench-timeline, 110
+ * timelines x 10,000 events, bench/README.md). A mapping costs resident
  * memory only for the pages written, so growing it by doubling leaves no
  * resident slack, and mremap moves pages instead of copying bytes. */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "store-int.h"
+#include "mem.h"
 
 static size_t page_up(size_t n)
 {
@@ -31,7 +32,7 @@ static size_t page_up(size_t n)
 	return (n + page - 1) & ~(page - 1);
 }
 
-void *big_grow(void *p, size_t *cap, size_t used, size_t need)
+void *mem_grow(void *p, size_t *cap, size_t used, size_t need)
 {
 	size_t ncap = *cap ? *cap : 256;
 	void *n;
@@ -42,18 +43,18 @@ void *big_grow(void *p, size_t *cap, size_t used, size_t need)
 		return NULL;
 	while (ncap < need)
 		ncap *= 2;
-	if (ncap <= BIG_MIN) {
+	if (ncap <= MEM_BIG_MIN) {
 		n = realloc(p, ncap);
 		if (!n)
 			return NULL;
 		*cap = ncap;
 		return n;
 	}
-	/* Mapped sizes are pages above BIG_MIN: *cap > BIG_MIN tells a
+	/* Mapped sizes are pages above MEM_BIG_MIN: *cap > MEM_BIG_MIN tells a
 	 * mapping from a malloc'd block, even rounded down by the caller to
 	 * a whole number of its elements. */
 	ncap = page_up(ncap);
-	if (*cap > BIG_MIN) {
+	if (*cap > MEM_BIG_MIN) {
 		n = mremap(p, page_up(*cap), ncap, MREMAP_MAYMOVE);
 		if (n == MAP_FAILED)
 			return NULL;
@@ -69,22 +70,22 @@ void *big_grow(void *p, size_t *cap, size_t used, size_t need)
 	return n;
 }
 
-void big_free(void *p, size_t cap)
+void mem_free(void *p, size_t cap)
 {
 	if (!p)
 		return;
-	if (cap > BIG_MIN)
+	if (cap > MEM_BIG_MIN)
 		munmap(p, page_up(cap));
 	else
 		free(p);
 }
 
-void *big_dup(const void *p, size_t n, size_t *cap)
+void *mem_dup(const void *p, size_t n, size_t *cap)
 {
 	void *c;
 
 	*cap = 0;
-	c = big_grow(NULL, cap, 0, n ? n : 1);
+	c = mem_grow(NULL, cap, 0, n ? n : 1);
 	if (c && n)
 		memcpy(c, p, n);
 	return c;

@@ -4,7 +4,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <json-c/json.h>
 
 #include "event.h"
 #include "loop.h"
@@ -37,10 +36,10 @@
  * not copied) one 64 KiB chunk per loop iteration into a temp file, which
  * is then synced and renamed. Until then the timeline is "closing":
  * listed, counted and served (from memory, the very document being
- * written) as open. Events and metadata that arrive meanwhile are journaled
- * and held aside: once the document is on disk they are counted as late,
- * like events after a close; if the write fails they join the timeline,
- * whose close is retried. */
+ * written) as open. Events and metadata that arrive meanwhile are recorded
+ * and journaled as usual: once the document is on disk they are counted
+ * as late, like events after a close; if the write fails they are in the
+ * timeline, whose close is retried. */
 
 /* Provenance written into every document ("recorder"). Strings are copied. */
 struct tl_recorder {
@@ -123,8 +122,6 @@ int tl_timelines_flush(struct tl_timelines *t);
 /* Applies retention to closed documents now (also runs on a timer). */
 int tl_timelines_retention_run(struct tl_timelines *t);
 
-/* {"timelines":[{"namespace","name","uid","state","events","findings"}]}. */
-int tl_timelines_list(struct tl_timelines *t, struct json_object **ret);
 /* What GET /v1/timelines selects (docs/http-api.md). Strings are matched
  * exactly; NULL matches anything. since/until (ns, 0 = unbounded, both
  * inclusive) are matched on the deletion request's time, else on the
@@ -132,13 +129,26 @@ int tl_timelines_list(struct tl_timelines *t, struct json_object **ret);
 struct tl_list_filter {
 	const char *ns, *owner_kind, *owner_name;
 	int64_t since_ns, until_ns;
-	/* Each entry also has "owner" ({kind,name} or null), "deletion" (time
-	 * or null), "complete" and "failedRequests" (null while open). */
-	bool detail;
 };
-/* tl_timelines_list() with a filter (NULL: all, no detail). */
-int tl_timelines_list_filtered(struct tl_timelines *t, const struct tl_list_filter *f,
-			       struct json_object **ret);
+
+/* What the store says of one timeline in a list. Strings are valid during
+ * the callback only. */
+struct tl_timeline_info {
+	const char *ns, *name;                /* NULL: unknown */
+	const char *uid;
+	bool open;                            /* open (closing included) or closed */
+	size_t events, findings;              /* findings: 0 while open */
+	const char *owner_kind, *owner_name;  /* NULL: none */
+	int64_t deletion_ns;                  /* 0: none */
+	int64_t started_ns;
+	bool complete;
+	int64_t failed_requests;              /* -1: not known (open, or no findings helper) */
+};
+
+/* Calls cb for every timeline f selects (NULL: all), closed ones first;
+ * a negative return of cb stops and is returned, else how many. */
+int tl_timelines_foreach(struct tl_timelines *t, const struct tl_list_filter *f,
+			 int (*cb)(void *ud, const struct tl_timeline_info *info), void *ud);
 /* The newest timeline of namespace/name (uid: that one; NULL = newest) as a
  * serialized document in *ret (malloc'd, caller frees). -ENOENT unknown.
  * Builds the whole document: for tests and tools; the HTTP server streams

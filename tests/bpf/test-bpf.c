@@ -294,10 +294,12 @@ static void collect(void *userdata _unused_, struct tl_event *ev)
 	}
 }
 
+static struct tl_clock test_clock;
+
 static void setup_common(void)
 {
 	struct tl_bpf_config cfg = { .ringbuf_bytes = ring_bytes, .force_classic = use_classic,
-				     .signal_mask = signal_mask };
+				     .signal_mask = signal_mask, .clock = &test_clock };
 	struct tl_emitter em = { .emit = collect };
 	char err[512] = "", rel[512];
 	const char *uid = "1f6c4a5e_8a3b_4c2d_9e10_5b7f3a2c1d00";
@@ -305,7 +307,7 @@ static void setup_common(void)
 	int r;
 
 	/* Load first: a failed load leaves no cgroup directories behind. */
-	ck_assert_int_eq(tl_clock_sample(&tl_clock_global), 0);
+	ck_assert_int_eq(tl_clock_sample(&test_clock), 0);
 	tl_metrics_reset();
 	r = tl_bpf_new(&cfg, &bpf, err, sizeof(err));
 	ck_assert_msg(r == 0, "tl_bpf_new: %s", err);

@@ -2,7 +2,8 @@
 /* The pod-log tailer on a scratch directory laid out as the kubelet does:
  * Pods present at start are read from the end, new ones from the start;
  * appends, a rotation (rename away, new file) and a truncation each yield
- * every record once; other containers and odd names are ignored. */
+ * every record once; other containers and odd names are ignored; Pod and
+ * container directories that are symlinks out of the root yield nothing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -169,6 +170,112 @@ START_TEST(test_missing_root_and_limits)
 }
 END_TEST
 
+static char refused[8][300];
+static int nrefused;
+
+static void on_refused(void *ud, const char *r, const char *rel)
+{
+	(void)ud;
+	ck_assert_str_eq(r, root);
+	ck_assert_int_lt(nrefused, 8);
+	snprintf(refused[nrefused++], sizeof(refused[0]), "%s", rel);
+}
+
+#define LINK_POD "default_link-pod_12121212-0000-4000-8000-000000000001"
+#define LINK_CTR "default_link-ctr_12121212-0000-4000-8000-000000000002"
+#define REAL "default_real-pod_12121212-0000-4000-8000-000000000003"
+
+static void symlinked_dirs(bool openat2)
+{
+	struct tl_pod_logs_config cfg = { .root = root, .container = "istio-proxy", .on_refused = on_refused };
+	struct tl_pod_logs *p;
+	struct tl_pod_logs_stats st;
+	char outside[64] = "/tmp/termline-test-outside-XXXXXX", path[512], target[512], cmd[300];
+	FILE *f;
+
+	tl_pod_logs_test_no_openat2(!openat2);
+	nrefused = 0;
+	/* elsewhere on the node: a Pod-like tree with a log */
+	ck_assert_ptr_nonnull(mkdtemp(outside));
+	snprintf(path, sizeof(path), "%s/istio-proxy", outside);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/istio-proxy/0.log", outside);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(LINE("stolen"), f);
+	fclose(f);
+
+	ck_assert_int_eq(tl_pod_logs_new(&cfg, NULL, on_rec, NULL, &p), 0);
+	/* a Pod directory that is a symlink out of the root */
+	snprintf(path, sizeof(path), "%s/%s", root, LINK_POD);
+	ck_assert_int_eq(symlink(outside, path), 0);
+	/* a real Pod directory whose container directory is one */
+	snprintf(path, sizeof(path), "%s/%s", root, LINK_CTR);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%s/istio-proxy", root, LINK_CTR);
+	snprintf(target, sizeof(target), "%s/istio-proxy", outside);
+	ck_assert_int_eq(symlink(target, path), 0);
+	/* a real one beside them still works */
+	mkdirs(REAL, "istio-proxy");
+	append(REAL, "istio-proxy", "0.log", LINE("fine"));
+
+	ck_assert_int_eq(tl_pod_logs_poll(p), 1);
+	ck_assert_int_eq(nseen, 1);
+	ck_assert_str_eq(seen[0], "fine");
+	ck_assert(!tl_pod_logs_has_pod(p, "12121212-0000-4000-8000-000000000001"));
+	ck_assert(!tl_pod_logs_has_pod(p, "12121212-0000-4000-8000-000000000002"));
+	tl_pod_logs_stats(p, &st);
+	ck_assert_int_eq(st.files, 1);
+	ck_assert_int_eq(st.dirs_refused, 2);
+	ck_assert_int_eq(nrefused, 2);
+	ck_assert(strcmp(refused[0], LINK_POD) == 0 || strcmp(refused[1], LINK_POD) == 0);
+	ck_assert(strcmp(refused[0], LINK_CTR "/istio-proxy") == 0 ||
+		  strcmp(refused[1], LINK_CTR "/istio-proxy") == 0);
+
+	/* more lines out there, more scans: still nothing, reported once */
+	snprintf(path, sizeof(path), "%s/istio-proxy/0.log", outside);
+	f = fopen(path, "a");
+	ck_assert_ptr_nonnull(f);
+	fputs(LINE("stolen too"), f);
+	fclose(f);
+	append(REAL, "istio-proxy", "0.log", LINE("fine too"));
+	ck_assert_int_eq(tl_pod_logs_poll(p), 1);
+	ck_assert_int_eq(tl_pod_logs_poll(p), 0);
+	ck_assert_int_eq(nseen, 2);
+	ck_assert_str_eq(seen[1], "fine too");
+	tl_pod_logs_stats(p, &st);
+	ck_assert_int_eq(st.dirs_refused, 2);
+	ck_assert_int_eq(nrefused, 2);
+
+	/* gone and back: reported again */
+	snprintf(path, sizeof(path), "%s/%s", root, LINK_POD);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(tl_pod_logs_poll(p), 0);
+	ck_assert_int_eq(symlink(outside, path), 0);
+	ck_assert_int_eq(tl_pod_logs_poll(p), 0);
+	tl_pod_logs_stats(p, &st);
+	ck_assert_int_eq(st.dirs_refused, 3);
+	ck_assert_int_eq(nrefused, 3);
+	ck_assert_int_eq(nseen, 2);
+
+	tl_pod_logs_free(p);
+	tl_pod_logs_test_no_openat2(false);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", outside);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(test_symlinked_dirs)
+{
+	symlinked_dirs(true);
+}
+END_TEST
+
+START_TEST(test_symlinked_dirs_without_openat2)
+{
+	symlinked_dirs(false);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("pod-logs");
@@ -177,6 +284,8 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_tail);
 	tcase_add_test(tc, test_missing_root_and_limits);
+	tcase_add_test(tc, test_symlinked_dirs);
+	tcase_add_test(tc, test_symlinked_dirs_without_openat2);
 	suite_add_tcase(s, tc);
 	return s;
 }

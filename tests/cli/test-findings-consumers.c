@@ -17,6 +17,7 @@
 #include "check-run.h"
 #include "clock.h"
 #include "findings.h"
+#include "findings-consumers.h"
 
 /* 2026-12-01T03:00:00Z */
 #define BASE_NS 1796094000000000000LL

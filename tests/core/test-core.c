@@ -81,12 +81,12 @@ START_TEST(event_json_roundtrip)
 	struct tl_event ev, back;
 	struct json_object *o, *v;
 
-	ck_assert_int_eq(tl_event_init(&ev, TL_SRC_KERNEL, "process.signal", 1795986854000000007LL), 0);
+	ck_assert_int_eq(tl_event_init_kind(&ev, TL_KIND_PROCESS_SIGNAL, TL_SRC_KERNEL,
+					    1795986854000000007LL), 0);
 	strcpy(ev.pod_uid, "0b6a1c2e-0000-4000-8000-000000000001");
 	strcpy(ev.container, "app");
-	ck_assert_int_eq(tl_event_set_str(&ev, "signal", "SIGTERM"), 0);
-	ck_assert_int_eq(tl_event_set_int(&ev, "signo", 15), 0);
-	ck_assert_int_eq(tl_event_set_str(&ev, "type", "spoofed"), 0); /* envelope wins */
+	ck_assert_int_eq(tl_event_set_text(&ev, TL_F_SIG_SIGNAL, "SIGTERM"), 0);
+	ck_assert_int_eq(tl_event_set_i(&ev, TL_F_SIG_SIGNO, 15), 0);
 
 	o = tl_event_to_json(&ev, false);
 	ck_assert_ptr_nonnull(o);

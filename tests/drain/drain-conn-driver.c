@@ -28,14 +28,15 @@ static void seen(void *ud, uint64_t cgroup_id, uint64_t count, int64_t last_ns)
 
 int main(int argc, char **argv)
 {
-	struct tl_bpf_config cfg = { 0 };
+	static struct tl_clock clock;
+	struct tl_bpf_config cfg = { .clock = &clock };
 	struct tl_drain_conn *c = NULL;
 	struct tl_bpf *b = NULL;
 	char err[512] = "", line[64];
 	const char *probe;
 	int r, i = 1;
 
-	if (tl_clock_sample(&tl_clock_global) < 0)
+	if (tl_clock_sample(&clock) < 0)
 		return 1;
 	if (argc > 1 && strcmp(argv[1], "--tracepoint") == 0) {
 		cfg.force_classic = true;
@@ -60,7 +61,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	r = tl_drain_conn_new(tl_bpf_accepted_map_fd(b), &c);
+	r = tl_drain_conn_new(tl_bpf_accepted_map_fd(b), &clock, &c);
 	if (r < 0) {
 		fprintf(stderr, "drain-conn-driver: %s\n", strerror(-r));
 		tl_bpf_free(b);

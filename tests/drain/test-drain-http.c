@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "drain-agent.h"
 #include "event.h"
+#include "http-api.h"
 #include "http-server.h"
 #include "loop.h"
 #include "macro.h"
@@ -98,7 +99,6 @@ static void setup(struct fixture *f, unsigned max_waiters)
 
 	memset(f, 0, sizeof(*f));
 	f->synced = true;
-	ck_assert_int_eq(tl_clock_sample(&tl_clock_global), 0);
 	ck_assert_int_eq(tl_loop_new(&f->loop), 0);
 	ck_assert_int_eq(tl_drain_agent_new(&dc, f->loop, &f->d), 0);
 	hc.drain = f->d;
@@ -120,16 +120,16 @@ static void fact(struct fixture *f, const char *type, const char *slice, bool re
 	ck_assert_int_eq(tl_event_init(&ev, TL_SRC_API, type, tl_now_real_ns()), 0);
 	snprintf(ev.pod_uid, sizeof(ev.pod_uid), "%s", UID);
 	if (slice) {
-		tl_event_set_str(&ev, "service", "web");
-		tl_event_set_str(&ev, "endpointSlice", slice);
+		ck_assert_int_eq(tl_event_set_text(&ev, TL_F_EP_SERVICE, "web"), 0);
+		ck_assert_int_eq(tl_event_set_text(&ev, TL_F_EP_SLICE, slice), 0);
 	}
 	if (strcmp(type, "endpoint.condition") == 0) {
-		tl_event_set_bool(&ev, "ready", ready);
-		tl_event_set_bool(&ev, "serving", serving);
-		tl_event_set_bool(&ev, "terminating", terminating);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_EP_READY, ready), 0);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_EP_SERVING, serving), 0);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_EP_TERMINATING, terminating), 0);
 	}
 	if (strcmp(type, "pod.deletion_requested") == 0)
-		tl_event_set_int(&ev, "gracePeriodSeconds", 30);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_DELREQ_GRACE, 30), 0);
 	tl_drain_agent_observe(f->d, &ev);
 	tl_event_clear(&ev);
 }
@@ -233,6 +233,13 @@ START_TEST(bad_requests)
 		{ "/v1/pods/not_a_uid!/drained", 400 },
 		{ "/v1/pods/" UID "/drained?quiet=soon", 400 },
 		{ "/v1/pods/" UID "/drained?timeout=2h", 400 },
+		/* read whole and once: no hexadecimal, no value cut at %00, no
+		 * parameter twice */
+		{ "/v1/pods/" UID "/drained?quiet=0x10", 400 },
+		{ "/v1/pods/" UID "/drained?quiet=1s%00junk", 400 },
+		{ "/v1/pods/" UID "/drained?timeout=5s%00", 400 },
+		{ "/v1/pods/" UID "/drained?quiet=1s&quiet=30m", 400 },
+		{ "/v1/pods/" UID "/drained?timeout=1s&timeout=1s", 400 },
 		{ "/v1/pods/ffffffff-0000-4000-8000-000000000000/drained", 404 },
 	};
 
@@ -385,6 +392,35 @@ START_TEST(cap_and_client_leaving)
 }
 END_TEST
 
+/* A client that closes only its sending side after the request (as some
+ * HTTP/1.0-era clients do) still waits and gets its answer: an interim 102
+ * at once, then the drained answer; its wait is not taken for abandoned. */
+START_TEST(half_closed_client_answered)
+{
+	struct fixture f;
+	struct client c;
+	struct client *cs[] = { &c };
+
+	setup(&f, 0);
+	fact(&f, "endpoint.condition", "web-a1", true, true, false);
+	client_start(&f, &c, "/v1/pods/" UID "/drained?quiet=100ms&timeout=10s");
+	ck_assert_int_eq(shutdown(c.fd, SHUT_WR), 0);
+	run_until_done(&f, cs, 1, 300);
+	ck_assert(!c.done);
+	ck_assert_int_eq(tl_drain_agent_waiters(f.d), 1);
+	ck_assert_int_eq(count_kind(&f, "drain.wait_ended", "abandoned"), 0);
+	ck_assert_ptr_nonnull(strstr(c.buf, "HTTP/1.1 102 Processing\r\n\r\n"));
+	fact(&f, "pod.deletion_requested", NULL, false, false, false);
+	fact(&f, "endpoint.condition", "web-a1", false, true, true);
+	run_until_done(&f, cs, 1, 5000);
+	ck_assert(c.done);
+	ck_assert_msg(strstr(c.buf, "\r\n\r\nHTTP/1.1 200 OK\r\n") != NULL, "%s", c.buf);
+	ck_assert_ptr_nonnull(strstr(c.buf, "\"drained\":true"));
+	ck_assert_int_eq(count_kind(&f, "drain.wait_ended", "drained"), 1);
+	teardown(&f);
+}
+END_TEST
+
 /* After an agent restart the first LIST reports no endpoint change: the
  * wait reads the slices held now instead of taking "no slice" for "out of
  * every slice". */
@@ -414,6 +450,8 @@ START_TEST(seeded_after_restart)
 }
 END_TEST
 
+/* Durations are read whole and in the documented form only: no
+ * hexadecimal (strtod took 0x10 for 16 s), exponent, sign or space. */
 START_TEST(durations)
 {
 	static const struct {
@@ -422,18 +460,29 @@ START_TEST(durations)
 		int r;
 	} cases[] = {
 		{ "1s", 1000, 0 }, { "1.5s", 1500, 0 }, { "250ms", 250, 0 }, { "2m", 120000, 0 },
-		{ "3", 3000, 0 }, { "0", 0, 0 }, { "", 0, -EINVAL }, { "-1s", 0, -EINVAL },
-		{ "1h", 0, -EINVAL }, { "61m", 0, -EINVAL }, { "nan", 0, -EINVAL }, { "1 s", 0, -EINVAL },
+		{ "3", 3000, 0 }, { "0", 0, 0 }, { "3600s", 3600000, 0 }, { "0.0004s", 0, 0 },
+		{ "", 0, -EINVAL }, { "-1s", 0, -EINVAL }, { "1h", 0, -EINVAL }, { "61m", 0, -EINVAL },
+		{ "nan", 0, -EINVAL }, { "1 s", 0, -EINVAL }, { "0x10", 0, -EINVAL },
+		{ "1e3", 0, -EINVAL }, { "+1s", 0, -EINVAL }, { " 1s", 0, -EINVAL },
+		{ ".5s", 0, -EINVAL }, { "1.s", 0, -EINVAL }, { "99999999999ms", 0, -EINVAL },
+		{ "3600.0001s", 0, -EINVAL }, { "1sec", 0, -EINVAL },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int64_t ms = -1;
 
-		ck_assert_msg(tl_drain_parse_duration(cases[i].in, &ms) == cases[i].r, "%s", cases[i].in);
+		ck_assert_msg(tl_http_parse_duration(cases[i].in, strlen(cases[i].in), &ms) == cases[i].r,
+			      "%s", cases[i].in);
 		if (!cases[i].r)
 			ck_assert_int_eq(ms, cases[i].ms);
 		else
 			ck_assert_int_eq(ms, -1); /* untouched on failure */
+	}
+	/* a NUL inside is no duration */
+	{
+		int64_t ms = -1;
+
+		ck_assert_int_eq(tl_http_parse_duration("1s\0x", 4, &ms), -EINVAL);
 	}
 }
 END_TEST
@@ -449,6 +498,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, connection_holds_the_gate);
 	tcase_add_test(tc, timeout_names_the_condition);
 	tcase_add_test(tc, cap_and_client_leaving);
+	tcase_add_test(tc, half_closed_client_answered);
 	tcase_add_test(tc, seeded_after_restart);
 	tcase_add_test(tc, durations);
 	suite_add_tcase(s, tc);

@@ -27,8 +27,10 @@ def check(cond, what):
 
 class FakeAgent:
     """Accepts connections and answers each with the next scripted step:
-    ("answer", status, body, delay_s) or ("drop", delay_s) (close without a
-    response, as an agent that is killed mid-wait)."""
+    ("answer", status, body, delay_s), ("answer", status, body, "timeout")
+    (at the end of the wait the request asked for, as the agent answers
+    504) or ("drop", delay_s) (close without a response, as an agent that
+    is killed mid-wait)."""
 
     def __init__(self, steps, port=0):
         self.steps = list(steps)
@@ -60,6 +62,9 @@ class FakeAgent:
                 c.close()
                 continue
             _, status, body, delay = step
+            if delay == "timeout":
+                req = self.requests[-1]
+                delay = int(req.split("timeout=")[1].split("ms")[0]) / 1000 if "timeout=" in req else 0
             time.sleep(delay)
             b = body.encode()
             c.sendall(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(b)}\r\n"
@@ -130,10 +135,11 @@ rc, err, _ = run([], {"POD_UID": UID, "HOST_IP": "127.0.0.1", "TERMLINE_PORT": s
 check(rc == 0 and agent.requests and f"/v1/pods/{UID}/" in agent.requests[0], f"POD_UID/HOST_IP/TERMLINE_PORT ({rc}, {err!r})")
 agent.close()
 
-# ---- 504: exit 1 naming the unmet condition ----
-agent = FakeAgent([("answer", 504, TIMEOUT, 0.2)])
-rc, err, _ = run(["--uid", UID, "--host", "127.0.0.1", "--port", str(agent.port), "--timeout", "2s"])
+# ---- 504 at the end of the wait: exit 1 naming the unmet condition, within --timeout ----
+agent = FakeAgent([("answer", 504, TIMEOUT, "timeout")])
+rc, err, took = run(["--uid", UID, "--host", "127.0.0.1", "--port", str(agent.port), "--timeout", "2s"])
 check(rc == 1 and "still waiting for traffic" in err and one_line(err), f"504: exit 1 naming the condition ({rc}, {err!r})")
+check(1.4 <= took <= 2.5 and len(agent.requests) == 1, f"504: one wait, answered before --timeout ({took:.2f}s)")
 agent.close()
 
 # ---- busy (429) and not synced (503): retried, then drained ----

@@ -33,7 +33,7 @@ static const char *const samples[] = {
 	"{\"time\":\"2026-11-29T21:14:14.000000013Z\",\"source\":\"kernel\",\"type\":\"tcp.reset_sent\",\"container\":\"app\",\"local\":\"10.1.2.3:8080\",\"remote\":\"10.1.9.9:41234\"}",
 	"{\"time\":\"2026-11-29T21:14:14.000000014Z\",\"source\":\"kernel\",\"type\":\"tcp.reset_received\",\"container\":null,\"local\":\"[fd00::5]:80\",\"remote\":\"[fd00::6]:5555\"}",
 	"{\"time\":\"2026-11-29T21:14:14.000000015Z\",\"source\":\"kernel\",\"type\":\"pod.cgroups_removed\",\"container\":null,\"cgroup\":\"/kubepods.slice/x\"}",
-	"{\"time\":\"2026-11-29T21:14:14.000000016Z\",\"source\":\"log\",\"type\":\"http.request\",\"container\":\"istio-proxy\",\"requestId\":\"r-1\",\"method\":\"GET\",\"path\":\"/healthz?x=1\",\"status\":503,\"start\":\"2026-11-29T21:14:13.900000000Z\",\"durationMs\":100,\"direction\":\"inbound\",\"responseFlags\":\"UC\",\"error\":\"reset\",\"peer\":\"10.1.2.3:51234\",\"connStart\":\"2026-11-29T21:14:12.000000001Z\",\"conn\":7,\"connClose\":true}",
+	"{\"time\":\"2026-11-29T21:14:14.000000016Z\",\"source\":\"log\",\"type\":\"http.request\",\"container\":\"istio-proxy\",\"requestId\":\"r-1\",\"method\":\"GET\",\"path\":\"/healthz?x=1\",\"status\":503,\"start\":\"2026-11-29T21:14:13.900000000Z\",\"durationMs\":100,\"direction\":\"inbound\",\"responseFlags\":\"UC\",\"error\":\"reset\",\"alsoSeenBy\":\"kernel\",\"preRoll\":true,\"peer\":\"10.1.2.3:51234\",\"connStart\":\"2026-11-29T21:14:12.000000001Z\",\"conn\":7,\"connClose\":true}",
 	"{\"time\":\"2026-11-29T21:14:14.000000017Z\",\"source\":\"kernel\",\"type\":\"events.aggregated\",\"container\":\"app\",\"aggregatedType\":\"process.exec\",\"intervalMs\":1000,\"count\":7,\"failed\":0}",
 	"{\"time\":\"2026-11-29T21:14:14.000000018Z\",\"source\":\"api\",\"type\":\"drain.wait_started\",\"container\":null,\"quietMs\":1000,\"timeoutMs\":20000}",
 	"{\"time\":\"2026-11-29T21:14:17.000000019Z\",\"source\":\"api\",\"type\":\"drain.wait_ended\",\"container\":null,\"outcome\":\"drained\",\"heldBy\":\"traffic\",\"heldMs\":2999,\"connections\":12,\"requests\":0,\"outOfRotation\":\"2026-11-29T21:14:14.100000000Z\",\"lastTraffic\":\"2026-11-29T21:14:16.000000000Z\"}",
@@ -122,6 +122,93 @@ START_TEST(every_kind_round_trips)
 }
 END_TEST
 
+/* Every field the schema names for a kind has a slot in the kind table
+ * (schema/timeline.schema.json, the event's "allOf" rules): none travels
+ * as an open-ended extra field. */
+START_TEST(schema_fields_have_slots)
+{
+	const char *src = getenv("TERMLINE_SOURCE_ROOT");
+	char path[4096];
+	struct json_object *schema, *rules, *v;
+	int checked = 0;
+
+	ck_assert_ptr_nonnull(src);
+	snprintf(path, sizeof(path), "%s/schema/timeline.schema.json", src);
+	schema = json_object_from_file(path);
+	ck_assert_ptr_nonnull(schema);
+	ck_assert(json_object_object_get_ex(schema, "$defs", &v) &&
+		  json_object_object_get_ex(v, "event", &v) &&
+		  json_object_object_get_ex(v, "allOf", &rules));
+	for (size_t i = 0; i < json_object_array_length(rules); i++) {
+		struct json_object *rule = json_object_array_get_idx(rules, i), *type, *types, *props;
+		size_t nt;
+
+		if (!json_object_object_get_ex(rule, "if", &v) ||
+		    !json_object_object_get_ex(v, "properties", &v) ||
+		    !json_object_object_get_ex(v, "type", &type) ||
+		    !json_object_object_get_ex(rule, "then", &v) ||
+		    !json_object_object_get_ex(v, "properties", &props))
+			continue;
+		if (!json_object_object_get_ex(type, "enum", &types) &&
+		    !json_object_object_get_ex(type, "const", &types))
+			continue;
+		nt = json_object_is_type(types, json_type_array) ? json_object_array_length(types) : 1;
+		for (size_t t = 0; t < nt; t++) {
+			struct json_object *name = json_object_is_type(types, json_type_array)
+							   ? json_object_array_get_idx(types, t)
+							   : types;
+			enum tl_kind k = tl_kind_parse(json_object_get_string(name));
+
+			ck_assert_msg(k != TL_KIND_NONE, "schema kind %s not in the table",
+				      json_object_get_string(name));
+			json_object_object_foreach(props, key, val)
+			{
+				(void)val;
+				if (strcmp(key, "source") == 0)
+					continue;
+				ck_assert_msg(tl_kind_field(k, key) >= 0, "%s.%s has no slot",
+					      tl_kind_name(k), key);
+				checked++;
+			}
+		}
+	}
+	ck_assert_int_ge(checked, 40);
+	json_object_put(schema);
+}
+END_TEST
+
+/* A journal of an agent before alsoSeenBy and preRoll had slots holds them
+ * in the event's extra blob: unpacked, they are the slots (written where
+ * the kind lists them), other extra fields stay. */
+START_TEST(extra_of_older_agents_moves_to_slots)
+{
+	static struct tl_event ev;
+	const char *blob = "{\"alsoSeenBy\":\"kernel\",\"preRoll\":true,\"other\":1}";
+	struct json_object *o, *v;
+	struct tl_strtab *tab;
+	uint8_t buf[8];
+	int64_t id, b;
+
+	ck_assert_int_eq(tl_strtab_new(&tab), 0);
+	id = tl_strtab_intern(tab, blob, strlen(blob));
+	ck_assert_int_ge(id, 0);
+	buf[0] = 0; /* no slot set */
+	buf[1] = (uint8_t)id;
+	ck_assert_int_eq(tl_event_init_kind(&ev, TL_KIND_HTTP_REQUEST, TL_SRC_LOG, 1), 0);
+	ck_assert_int_eq(tl_event_unpack(&ev, buf, 2, TL_EF_EXTRA_BLOB, tab), 0);
+	ck_assert_str_eq(tl_event_get_s(&ev, TL_F_HTTP_ALSO_SEEN_BY), "kernel");
+	ck_assert(tl_event_get_i(&ev, TL_F_HTTP_PRE_ROLL, &b) && b == 1);
+	o = tl_event_to_json(&ev, false);
+	ck_assert(json_object_object_get_ex(o, "alsoSeenBy", &v));
+	ck_assert(json_object_object_get_ex(o, "other", &v));
+	ck_assert_ptr_nonnull(ev.extra);
+	ck_assert(!json_object_object_get_ex(ev.extra, "alsoSeenBy", &v));
+	json_object_put(o);
+	tl_event_clear(&ev);
+	tl_strtab_free(tab);
+}
+END_TEST
+
 START_TEST(extra_fields_and_ids)
 {
 	static struct tl_event ev, back;
@@ -132,13 +219,14 @@ START_TEST(extra_fields_and_ids)
 	int n;
 
 	ck_assert_int_eq(tl_strtab_new(&tab), 0);
-	ck_assert_int_eq(tl_event_init(&ev, TL_SRC_API, "pod.deleted", 5), 0);
-	strcpy(ev.pod_uid, "0b6a1c2e-0000-4000-8000-000000000001");
-	strcpy(ev.container_id, "abc");
-	ev.flags |= TL_EF_SANDBOX;
-	ck_assert_int_eq(tl_event_set_str(&ev, "unlisted", "x"), 0);
-	ck_assert_int_eq(tl_event_set_str(&ev, "nothing", NULL), 0);
-	ck_assert_int_eq(tl_event_set_str(&ev, "time", "spoofed"), 0); /* envelope wins */
+	/* a document of another version: fields this one does not list */
+	o = json_tokener_parse("{\"time\":\"1970-01-01T00:00:00.000000005Z\",\"source\":\"api\","
+			       "\"type\":\"pod.deleted\",\"container\":null,"
+			       "\"podUid\":\"0b6a1c2e-0000-4000-8000-000000000001\","
+			       "\"containerId\":\"abc\",\"sandbox\":true,\"unlisted\":\"x\","
+			       "\"nothing\":null}");
+	ck_assert_int_eq(tl_event_from_json(o, &ev), 0);
+	json_object_put(o);
 	o = tl_event_to_json(&ev, true);
 	ck_assert(json_object_object_get_ex(o, "unlisted", &v));
 	ck_assert_str_eq(json_object_get_string(v), "x");
@@ -164,7 +252,8 @@ START_TEST(extra_fields_and_ids)
 	ck_assert_int_eq(tl_event_set_i(&back, TL_F_EXEC_COMM, 1), -EINVAL);
 	ck_assert_int_eq(tl_event_set_s(&back, TL_F_EXEC_PID, "x", 1), -EINVAL);
 	ck_assert_int_eq(tl_event_set_i(&back, 7, 1), -EINVAL);
-	ck_assert_int_eq(tl_event_set_str(&back, "pid", "12"), -EINVAL);
+	ck_assert_int_eq(tl_event_set_text(&back, TL_F_EXEC_PID, "12x"), -EINVAL);
+	ck_assert_int_eq(tl_event_set_text(&back, TL_F_EXEC_PID, "12"), 0);
 	ck_assert_int_eq(tl_event_init(&back, TL_SRC_API, "no.such", 1), -EINVAL);
 	tl_event_clear(&ev);
 	tl_event_clear(&back);
@@ -379,6 +468,8 @@ int main(void)
 	tcase_add_test(tc, kind_table_complete);
 	tcase_add_test(tc, every_kind_round_trips);
 	tcase_add_test(tc, extra_fields_and_ids);
+	tcase_add_test(tc, schema_fields_have_slots);
+	tcase_add_test(tc, extra_of_older_agents_moves_to_slots);
 	tcase_add_test(tc, missing_id_is_null);
 	tcase_add_test(tc, ids_inline_and_interned);
 	tcase_add_test(tc, utf8_and_copy);

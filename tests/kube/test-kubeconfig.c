@@ -9,10 +9,37 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "kube-creds.h"
 #include "kubeconfig.h"
 #include "loop.h"
 #include "macro.h"
 #include "../check-run.h"
+
+/* The credentials of the kubeconfig a test loaded (kube-creds.h), freed
+ * with it. */
+static struct tl_kube_auth *test_auth;
+static const struct tl_kubeconfig *test_auth_kc;
+
+static struct tl_kube_auth *auth_of(const struct tl_kubeconfig *kc)
+{
+	if (test_auth_kc != kc) {
+		tl_kube_auth_free(test_auth);
+		test_auth = NULL;
+		ck_assert_int_eq(tl_kube_auth_new(kc, &test_auth), 0);
+		test_auth_kc = kc;
+	}
+	return test_auth;
+}
+
+static void kc_free(struct tl_kubeconfig *kc)
+{
+	if (kc && kc == test_auth_kc) {
+		tl_kube_auth_free(test_auth);
+		test_auth = NULL;
+		test_auth_kc = NULL;
+	}
+	tl_kubeconfig_free(kc);
+}
 
 static char dir[256];
 
@@ -179,7 +206,7 @@ START_TEST(test_good)
 	ck_assert_int_eq(kc->ca_file != NULL, c->want_ca_file);
 	if (c->want_ca_file)
 		ck_assert_ptr_nonnull(strstr(kc->ca_file, dir));
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 1000, &cr, err, sizeof(err)), 0);
 	if (c->want_token)
 		ck_assert_str_eq(cr->token, c->want_token);
 	else
@@ -190,7 +217,7 @@ START_TEST(test_good)
 		ck_assert_ptr_nonnull(strstr(kc->cert_file, "/client.crt"));
 		ck_assert_ptr_nonnull(strstr(kc->key_file, "/client.key"));
 	}
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 }
 END_TEST
 
@@ -278,12 +305,12 @@ START_TEST(test_context_namespace)
 		       err, sizeof(err), &r);
 	ck_assert_msg(kc, "%s", err);
 	ck_assert_str_eq(kc->ns, "shop");
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 	kc = load_yaml("current-context: c1\ncontexts:\n- name: c1\n  context: {cluster: k1}\n" CLUSTER(""),
 		       err, sizeof(err), &r);
 	ck_assert_msg(kc, "%s", err);
 	ck_assert_ptr_null(kc->ns);
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 }
 END_TEST
 
@@ -307,25 +334,25 @@ START_TEST(test_token_file_reread)
 
 	kc = load_yaml(HEAD CLUSTER("") USER("    tokenFile: token\n"), err, sizeof(err), &r);
 	ck_assert_ptr_nonnull(kc);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 1000, &cr, err, sizeof(err)), 0);
 	ck_assert_str_eq(cr->token, "file-token-1");
 	write_file("token", "file-token-2", 0600);
 	/* younger than 60 s: the copy in memory is used */
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 59000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 59000, &cr, err, sizeof(err)), 0);
 	ck_assert_str_eq(cr->token, "file-token-1");
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 61000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 61000, &cr, err, sizeof(err)), 0);
 	ck_assert_str_eq(cr->token, "file-token-2");
 	/* after a 401 (force) it is read at once */
 	write_file("token", "file-token-3\n", 0600);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, true, 61001, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), true, 61001, &cr, err, sizeof(err)), 0);
 	ck_assert_str_eq(cr->token, "file-token-3");
 	/* a broken file keeps the previous token and says which key */
 	write_file("token", "\n", 0600);
-	ck_assert_int_lt(tl_kubeconfig_credentials(kc, true, 61002, &cr, err, sizeof(err)), 0);
+	ck_assert_int_lt(tl_kube_auth_credentials(auth_of(kc), true, 61002, &cr, err, sizeof(err)), 0);
 	ck_assert_ptr_nonnull(strstr(err, "key users[0].user.tokenFile"));
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 61003, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 61003, &cr, err, sizeof(err)), 0);
 	ck_assert_str_eq(cr->token, "file-token-3");
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 }
 END_TEST
 
@@ -344,33 +371,33 @@ START_TEST(test_exec_rerun)
 	write_file("plugin.sh", plugin, 0755);
 	kc = load_yaml(HEAD CLUSTER("") EXEC_USER("far"), err, sizeof(err), &r);
 	ck_assert_ptr_nonnull(kc);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1000, &cr, err, sizeof(err)), 0);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 900000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 1000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 900000, &cr, err, sizeof(err)), 0);
 	ck_assert_str_eq(cr->token, "t1");
 	ck_assert_int_eq(count_runs(), 1); /* not expired: cached */
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, true, 900001, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), true, 900001, &cr, err, sizeof(err)), 0);
 	ck_assert_int_eq(count_runs(), 2); /* a 401 re-runs it */
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 
 	kc = load_yaml(HEAD CLUSTER("") EXEC_USER("past"), err, sizeof(err), &r);
 	ck_assert_ptr_nonnull(kc);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 1000, &cr, err, sizeof(err)), 0);
 	ck_assert_int_eq(count_runs(), 3);
 	/* expired on arrival: used while the plugin may not run again, and
 	 * the plugin is not run for every use but after 10 s, then 20 s */
 	for (uint64_t t = 1001; t < 11000; t += 500) {
-		ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, t, &cr, err, sizeof(err)), 0);
+		ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, t, &cr, err, sizeof(err)), 0);
 		ck_assert_str_eq(cr->token, "old");
 	}
 	ck_assert_int_eq(count_runs(), 3);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 11000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 11000, &cr, err, sizeof(err)), 0);
 	ck_assert_int_eq(count_runs(), 4);
 	for (uint64_t t = 11001; t < 31000; t += 500)
-		ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, t, &cr, err, sizeof(err)), 0);
+		ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, t, &cr, err, sizeof(err)), 0);
 	ck_assert_int_eq(count_runs(), 4);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 31000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 31000, &cr, err, sizeof(err)), 0);
 	ck_assert_int_eq(count_runs(), 5);
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 }
 END_TEST
 
@@ -388,9 +415,9 @@ START_TEST(test_exec_failures)
 			 "      command: ./plugin.sh\n      args: [%s]\n"), args[i]);
 		kc = load_yaml(yaml, err, sizeof(err), &r);
 		ck_assert_ptr_nonnull(kc);
-		ck_assert_int_lt(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), 0);
+		ck_assert_int_lt(tl_kube_auth_credentials(auth_of(kc), false, 1, &cr, err, sizeof(err)), 0);
 		ck_assert_msg(strstr(err, "key users[0].user.exec: "), "%s", err);
-		tl_kubeconfig_free(kc);
+		kc_free(kc);
 	}
 	/* a plugin that closes its output but does not exit is held to the
 	 * deadline, not waited for (the daemon's loop would stand still) */
@@ -399,15 +426,15 @@ START_TEST(test_exec_failures)
 		       err, sizeof(err), &r);
 	ck_assert_ptr_nonnull(kc);
 	kc->exec->timeout_ms = 300;
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), -ETIMEDOUT);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 1, &cr, err, sizeof(err)), -ETIMEDOUT);
 	ck_assert_msg(strstr(err, "timed out"), "%s", err);
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 	kc = load_yaml(HEAD CLUSTER("") USER("    exec: {apiVersion: v1, command: no-such-plugin-xyz}\n"),
 		       err, sizeof(err), &r);
 	ck_assert_ptr_nonnull(kc);
-	ck_assert_int_lt(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), 0);
+	ck_assert_int_lt(tl_kube_auth_credentials(auth_of(kc), false, 1, &cr, err, sizeof(err)), 0);
 	ck_assert_ptr_nonnull(strstr(err, "no-such-plugin-xyz"));
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 }
 END_TEST
 
@@ -460,7 +487,7 @@ static struct tl_kubeconfig *async_kc(const char *arg, struct async_ctx *a)
 	ck_assert_msg(kc, "%s", err);
 	memset(a, 0, sizeof(*a));
 	ck_assert_int_eq(tl_loop_new(&a->loop), 0);
-	ck_assert_int_eq(tl_kubeconfig_subscribe(kc, on_creds, a), 0);
+	ck_assert_int_eq(tl_kube_auth_subscribe(auth_of(kc), on_creds, a), 0);
 	return kc;
 }
 
@@ -474,21 +501,21 @@ START_TEST(test_exec_async_does_not_block)
 
 	kc = async_kc("wait-go", &a);
 	kc->exec->timeout_ms = 20000;
-	ck_assert_int_eq(tl_kubeconfig_attach(kc, a.loop), 0);
+	ck_assert_int_eq(tl_kube_auth_attach(auth_of(kc), a.loop), 0);
 	ck_assert_int_eq(tl_loop_add_timer(a.loop, 20, 20, make_go, &a, &t), 0);
 	/* nothing to send yet: the caller is told to wait, not given NULL */
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, tl_now_mono_ms(), &cr, err,
 						   sizeof(err)), -EAGAIN);
 	/* the plugin ends only after a timer on the same loop made its file:
 	 * the loop kept running while it ran */
 	wait_notified(&a, 1);
 	ck_assert(a.made_go);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, tl_now_mono_ms(), &cr, err,
 						   sizeof(err)), 0);
 	ck_assert_str_eq(cr->token, "after-go");
 	ck_assert_int_eq(count_runs(), 1);
 	tl_timer_free(t);
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 	tl_loop_free(a.loop);
 }
 END_TEST
@@ -504,13 +531,13 @@ START_TEST(test_exec_async_hang_killed)
 
 	kc = async_kc("hang", &a);
 	kc->exec->timeout_ms = 300;
-	ck_assert_int_eq(tl_kubeconfig_attach(kc, a.loop), 0);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+	ck_assert_int_eq(tl_kube_auth_attach(auth_of(kc), a.loop), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, tl_now_mono_ms(), &cr, err,
 						   sizeof(err)), -EAGAIN);
 	wait_notified(&a, 1);
 	/* reported, with the key, and the caller still waits (a retry is due
 	 * later), it does not get a request without credentials */
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, tl_now_mono_ms(), &cr, err,
 						   sizeof(err)), -EAGAIN);
 	ck_assert_msg(strstr(err, "key users[0].user.exec: ") && strstr(err, "timed out"), "%s",
 		      err);
@@ -525,7 +552,7 @@ START_TEST(test_exec_async_hang_killed)
 	ck_assert_int_eq(kill((pid_t)pid, 0), -1);
 	ck_assert_int_eq(errno, ESRCH);
 	ck_assert_int_eq(count_runs(), 1);
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 	tl_loop_free(a.loop);
 }
 END_TEST
@@ -538,20 +565,20 @@ START_TEST(test_exec_async_expired_no_storm)
 	char err[512];
 
 	kc = async_kc("past", &a);
-	ck_assert_int_eq(tl_kubeconfig_attach(kc, a.loop), 0);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+	ck_assert_int_eq(tl_kube_auth_attach(auth_of(kc), a.loop), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, tl_now_mono_ms(), &cr, err,
 						   sizeof(err)), -EAGAIN);
 	wait_notified(&a, 1);
 	/* every request asks; the expired credential is what there is */
 	for (int i = 0; i < 50; i++) {
-		ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+		ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, tl_now_mono_ms(), &cr, err,
 							   sizeof(err)), 0);
 		ck_assert_str_eq(cr->token, "old");
 		ck_assert_int_ge(tl_loop_run_once(a.loop, 1), 0);
 	}
 	ck_assert_uint_eq(a.notified, 1);
 	ck_assert_int_eq(count_runs(), 1);
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 	tl_loop_free(a.loop);
 }
 END_TEST
@@ -567,28 +594,28 @@ START_TEST(test_exec_async_401_reruns_once)
 	kc = async_kc("far", &a);
 	/* the first credentials as at start-up, before the loop; issued at
 	 * "1 ms", long before the 401s below */
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 1, &cr, err, sizeof(err)), 0);
 	gen = cr->generation;
-	ck_assert_int_eq(tl_kubeconfig_attach(kc, a.loop), 0);
+	ck_assert_int_eq(tl_kube_auth_attach(auth_of(kc), a.loop), 0);
 	/* two requests with them get 401 */
-	tl_kubeconfig_invalidate(kc, gen, tl_now_mono_ms());
-	tl_kubeconfig_invalidate(kc, gen, tl_now_mono_ms());
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+	tl_kube_auth_invalidate(auth_of(kc), gen, tl_now_mono_ms());
+	tl_kube_auth_invalidate(auth_of(kc), gen, tl_now_mono_ms());
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, tl_now_mono_ms(), &cr, err,
 						   sizeof(err)), -EAGAIN);
 	wait_notified(&a, 1);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, tl_now_mono_ms(), &cr, err,
 						   sizeof(err)), 0);
 	ck_assert_uint_ne(cr->generation, gen);
 	ck_assert_int_eq(count_runs(), 2);
 	/* a late 401 for the old credentials changes nothing */
-	tl_kubeconfig_invalidate(kc, gen, tl_now_mono_ms());
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, tl_now_mono_ms(), &cr, err,
+	tl_kube_auth_invalidate(auth_of(kc), gen, tl_now_mono_ms());
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, tl_now_mono_ms(), &cr, err,
 						   sizeof(err)), 0);
 	for (int i = 0; i < 20; i++)
 		ck_assert_int_ge(tl_loop_run_once(a.loop, 10), 0);
 	ck_assert_uint_eq(a.notified, 1);
 	ck_assert_int_eq(count_runs(), 2);
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 	tl_loop_free(a.loop);
 }
 END_TEST
@@ -607,9 +634,9 @@ START_TEST(test_in_cluster)
 	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
 	ck_assert_int_eq(tl_kubeconfig_in_cluster(dir, &kc, err, sizeof(err)), 0);
 	ck_assert_str_eq(kc->server, "https://[fd00::1]:443");
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 5, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 5, &cr, err, sizeof(err)), 0);
 	ck_assert_str_eq(cr->token, "file-token-1");
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 	setenv("KUBERNETES_SERVICE_PORT", "https", 1);
 	ck_assert_int_lt(tl_kubeconfig_in_cluster(dir, &kc, err, sizeof(err)), 0);
 	ck_assert_ptr_nonnull(strstr(err, "KUBERNETES_SERVICE_PORT"));
@@ -670,10 +697,10 @@ START_TEST(test_control_chars_not_echoed)
 	kc = load_yaml(HEAD CLUSTER("") USER("    exec: {apiVersion: v1, command: \"no\\r\\nplugin\"}\n"),
 		       err, sizeof(err), &r);
 	ck_assert_ptr_nonnull(kc);
-	ck_assert_int_lt(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), 0);
+	ck_assert_int_lt(tl_kube_auth_credentials(auth_of(kc), false, 1, &cr, err, sizeof(err)), 0);
 	assert_one_clean_line("exec command", err);
 	ck_assert_ptr_nonnull(strstr(err, "no\\x0d\\x0aplugin"));
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 }
 END_TEST
 
@@ -693,9 +720,9 @@ START_TEST(test_exec_kind_not_a_string)
 			 "      command: ./plugin.sh\n      args: [%s]\n"), args[i]);
 		kc = load_yaml(yaml, err, sizeof(err), &r);
 		ck_assert_ptr_nonnull(kc);
-		ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), -EINVAL);
+		ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 1, &cr, err, sizeof(err)), -EINVAL);
 		ck_assert_msg(strstr(err, "not an ExecCredential"), "%s", err);
-		tl_kubeconfig_free(kc);
+		kc_free(kc);
 	}
 }
 END_TEST
@@ -714,10 +741,9 @@ START_TEST(test_token_header_injection)
 					    "      command: ./plugin.sh\n      args: [inject]\n"),
 		       err, sizeof(err), &r);
 	ck_assert_ptr_nonnull(kc);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 1, &cr, err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "control characters"), "%s", err);
-	ck_assert_ptr_null(kc->creds.token);
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 
 	ck_assert_ptr_null(load_yaml(HEAD CLUSTER("") USER("    token: \"a\\r\\nX-Injected: 1\"\n"),
 				     err, sizeof(err), &r));
@@ -725,8 +751,8 @@ START_TEST(test_token_header_injection)
 	write_file("token", "a\rX-Injected: 1\n", 0600);
 	kc = load_yaml(HEAD CLUSTER("") USER("    tokenFile: token\n"), err, sizeof(err), &r);
 	ck_assert_ptr_nonnull(kc);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1, &cr, err, sizeof(err)), -EBADMSG);
-	tl_kubeconfig_free(kc);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 1, &cr, err, sizeof(err)), -EBADMSG);
+	kc_free(kc);
 }
 END_TEST
 
@@ -742,9 +768,9 @@ START_TEST(test_exec_env_overrides_inherited)
 	ck_assert_int_eq(setenv("PLUGIN_TOKEN", "from-agent", 1), 0);
 	kc = load_yaml(HEAD CLUSTER("") EXEC_USER("firstenv"), err, sizeof(err), &r);
 	ck_assert_ptr_nonnull(kc);
-	ck_assert_int_eq(tl_kubeconfig_credentials(kc, false, 1000, &cr, err, sizeof(err)), 0);
+	ck_assert_int_eq(tl_kube_auth_credentials(auth_of(kc), false, 1000, &cr, err, sizeof(err)), 0);
 	ck_assert_str_eq(cr->token, "t1");
-	tl_kubeconfig_free(kc);
+	kc_free(kc);
 	ck_assert_int_eq(unsetenv("PLUGIN_TOKEN"), 0);
 }
 END_TEST

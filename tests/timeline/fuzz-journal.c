@@ -2,10 +2,12 @@
 /* libFuzzer target: a journal file as a crash, a full disk or a hostile
  * hand left it, replayed by a starting store (docs/journal-format.md). The
  * first byte picks the format (even: binary frames, UID.tlj; odd: the
- * previous JSON-lines format, UID.jsonl); the rest is the file. The store
- * replays it (journal.c: frames, CRCs, torn tails; timeline.c: records,
- * string and container tables, loss; the legacy reader), lists it and
- * serves every document it lists (document.c).
+ * previous JSON-lines format, UID.jsonl); the rest is the file. The frame
+ * decoder (frames.c) reads the rest as one frame body, the replay
+ * (replay.c) reads the file into a bare state, and a store replays it
+ * (journal.c: frames, CRCs, torn tails; state.c: records, string and
+ * container tables, loss; the legacy reader), lists it and serves every
+ * document it lists (document.c).
  *
  *   ninja -C BUILD tests/timeline/fuzz-journal
  *   BUILD/tests/timeline/fuzz-journal -max_total_time=60 tests/timeline/corpus-journal */
@@ -22,9 +24,14 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
+#include "document.h"
+#include "frames.h"
+#include "http-api.h"
 #include "journal.h"
 #include "log.h"
 #include "loop.h"
+#include "replay.h"
+#include "state.h"
 #include "timeline.h"
 
 #define UID "f0f0f0f0-0000-4000-8000-00000000f022"
@@ -104,10 +111,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 data[0] & 1 ? TL_JOURNAL_LEGACY_EXT : TL_JOURNAL_EXT);
 	write_file(path, data + 1, size - 1);
 
+	/* the decoder alone, the replay into a bare state, its document */
+	{
+		struct frame_rec rec;
+		struct tl_state st;
+		struct doc_recorder dr = { "v", "n", "k", "c", NULL, 0 };
+		struct doc_cursor cur = { 0 };
+		struct tl_buf b;
+		uint64_t bad;
+
+		if (frame_decode(data + 1, size - 1, UID, &rec) == 0)
+			frame_rec_clear(&rec);
+		if (state_init(&st, UID, 64, 0, 0) == 0) {
+			replay_journal(dir, UID, data[0] & 1, &st, &bad);
+			tl_buf_init(&b, 0);
+			doc_write(&st, &dr, &cur, &b, 0);
+			tl_buf_free(&b);
+			state_release(&st);
+		}
+	}
+
 	if (tl_loop_new(&loop) < 0)
 		abort();
 	if (tl_timelines_new(&cfg, loop, &t) == 0) {
-		if (tl_timelines_list(t, &list) == 0 && json_object_object_get_ex(list, "timelines", &arr)) {
+		if (tl_http_list_json(t, NULL, true, &list) == 0 && json_object_object_get_ex(list, "timelines", &arr)) {
 			for (size_t i = 0; i < json_object_array_length(arr); i++) {
 				struct json_object *e = json_object_array_get_idx(arr, i), *ns, *name;
 				const char *n = NULL, *m = NULL;

@@ -14,7 +14,6 @@
 
 int scn_event(struct tl_event *ev, const char *uid, const char *type, int64_t t)
 {
-	char tbuf[TL_TIME_STRLEN];
 	enum tl_source src = TL_SRC_KERNEL;
 	int r = 0;
 
@@ -33,57 +32,57 @@ int scn_event(struct tl_event *ev, const char *uid, const char *type, int64_t t)
 		ev->cgroup_id = src == TL_SRC_KERNEL ? 4242 : 0;
 	}
 	if (strcmp(type, "pod.deletion_requested") == 0) {
-		r = tl_event_set_int(ev, "gracePeriodSeconds", 30);
+		r = tl_event_set_i(ev, TL_F_DELREQ_GRACE, 30);
 	} else if (strcmp(type, "pod.condition") == 0) {
-		r = tl_event_set_str(ev, "condition", "Ready");
-		r = r ?: tl_event_set_str(ev, "status", "False");
+		r = tl_event_set_text(ev, TL_F_COND_CONDITION, "Ready");
+		r = r ?: tl_event_set_text(ev, TL_F_COND_STATUS, "False");
 	} else if (strcmp(type, "container.terminated") == 0) {
-		r = tl_event_set_int(ev, "exitCode", 143);
-		r = r ?: tl_event_set_str(ev, "reason", "Error");
+		r = tl_event_set_i(ev, TL_F_TERM_EXIT_CODE, 143);
+		r = r ?: tl_event_set_text(ev, TL_F_TERM_REASON, "Error");
 	} else if (strcmp(type, "endpoint.condition") == 0) {
-		r = tl_event_set_str(ev, "service", "web");
-		r = r ?: tl_event_set_str(ev, "endpointSlice", "web-abcde");
-		r = r ?: tl_event_set_bool(ev, "ready", false);
-		r = r ?: tl_event_set_bool(ev, "serving", true);
-		r = r ?: tl_event_set_bool(ev, "terminating", true);
+		r = tl_event_set_text(ev, TL_F_EP_SERVICE, "web");
+		r = r ?: tl_event_set_text(ev, TL_F_EP_SLICE, "web-abcde");
+		r = r ?: tl_event_set_i(ev, TL_F_EP_READY, false);
+		r = r ?: tl_event_set_i(ev, TL_F_EP_SERVING, true);
+		r = r ?: tl_event_set_i(ev, TL_F_EP_TERMINATING, true);
 	} else if (strcmp(type, "endpoint.removed") == 0) {
-		r = tl_event_set_str(ev, "service", "web");
-		r = r ?: tl_event_set_str(ev, "endpointSlice", "web-abcde");
+		r = tl_event_set_text(ev, TL_F_EP_SERVICE, "web");
+		r = r ?: tl_event_set_text(ev, TL_F_EP_SLICE, "web-abcde");
 	} else if (strcmp(type, "process.signal") == 0) {
-		r = tl_event_set_str(ev, "signal", "SIGTERM");
-		r = r ?: tl_event_set_int(ev, "signo", 15);
-		r = r ?: tl_event_set_int(ev, "pid", 4711);
-		r = r ?: tl_event_set_str(ev, "comm", "app");
-		r = r ?: tl_event_set_int(ev, "senderPid", 99);
-		r = r ?: tl_event_set_str(ev, "senderComm", "containerd-shim");
-		r = r ?: tl_event_set_str(ev, "result", "ignored");
+		r = tl_event_set_text(ev, TL_F_SIG_SIGNAL, "SIGTERM");
+		r = r ?: tl_event_set_i(ev, TL_F_SIG_SIGNO, 15);
+		r = r ?: tl_event_set_i(ev, TL_F_SIG_PID, 4711);
+		r = r ?: tl_event_set_text(ev, TL_F_SIG_COMM, "app");
+		r = r ?: tl_event_set_i(ev, TL_F_SIG_SENDER_PID, 99);
+		r = r ?: tl_event_set_text(ev, TL_F_SIG_SENDER_COMM, "containerd-shim");
+		r = r ?: tl_event_set_text(ev, TL_F_SIG_RESULT, "ignored");
 	} else if (strcmp(type, "process.exec") == 0) {
-		r = tl_event_set_int(ev, "pid", 4711);
-		r = r ?: tl_event_set_str(ev, "comm", "app");
-		r = r ?: tl_event_set_str(ev, "filename", "/usr/bin/app");
+		r = tl_event_set_i(ev, TL_F_EXEC_PID, 4711);
+		r = r ?: tl_event_set_text(ev, TL_F_EXEC_COMM, "app");
+		r = r ?: tl_event_set_text(ev, TL_F_EXEC_FILENAME, "/usr/bin/app");
 	} else if (strcmp(type, "process.exit") == 0) {
-		r = tl_event_set_int(ev, "pid", 4711);
-		r = r ?: tl_event_set_str(ev, "comm", "app");
-		r = r ?: tl_event_set_int(ev, "exitCode", 0);
-		r = r ?: tl_event_set_int(ev, "exitSignal", 9);
+		r = tl_event_set_i(ev, TL_F_EXIT_PID, 4711);
+		r = r ?: tl_event_set_text(ev, TL_F_EXIT_COMM, "app");
+		r = r ?: tl_event_set_i(ev, TL_F_EXIT_CODE, 0);
+		r = r ?: tl_event_set_i(ev, TL_F_EXIT_SIGNAL, 9);
 	} else if (strcmp(type, "socket.listen") == 0 || strcmp(type, "socket.listen_closed") == 0) {
-		r = tl_event_set_str(ev, "address", "0.0.0.0");
-		r = r ?: tl_event_set_int(ev, "port", 8080);
+		r = tl_event_set_text(ev, TL_F_LISTEN_ADDRESS, "0.0.0.0");
+		r = r ?: tl_event_set_i(ev, TL_F_LISTEN_PORT, 8080);
 	} else if (strcmp(type, "tcp.reset_sent") == 0 || strcmp(type, "tcp.reset_received") == 0) {
-		r = tl_event_set_str(ev, "local", "10.0.0.7:8080");
-		r = r ?: tl_event_set_str(ev, "remote", "10.0.0.9:51234");
+		r = tl_event_set_text(ev, TL_F_RESET_LOCAL, "10.0.0.7:8080");
+		r = r ?: tl_event_set_text(ev, TL_F_RESET_REMOTE, "10.0.0.9:51234");
 	} else if (strcmp(type, "http.request") == 0) {
 		char rid[64];
 
 		snprintf(rid, sizeof(rid), "req-%lld", (long long)t);
-		r = tl_event_set_str(ev, "requestId", rid);
-		r = r ?: tl_event_set_str(ev, "method", "GET");
-		r = r ?: tl_event_set_str(ev, "path", "/api");
-		r = r ?: tl_event_set_int(ev, "status", 503);
-		r = r ?: tl_event_set_str(ev, "start", tl_time_format(t - 2000000, tbuf));
-		r = r ?: tl_event_set_int(ev, "durationMs", 2);
-		r = r ?: tl_event_set_str(ev, "direction", "inbound");
-		r = r ?: tl_event_set_str(ev, "responseFlags", "UF,URX");
+		r = tl_event_set_text(ev, TL_F_HTTP_REQUEST_ID, rid);
+		r = r ?: tl_event_set_text(ev, TL_F_HTTP_METHOD, "GET");
+		r = r ?: tl_event_set_text(ev, TL_F_HTTP_PATH, "/api");
+		r = r ?: tl_event_set_i(ev, TL_F_HTTP_STATUS, 503);
+		r = r ?: tl_event_set_i(ev, TL_F_HTTP_START, t - 2000000);
+		r = r ?: tl_event_set_i(ev, TL_F_HTTP_DURATION_MS, 2);
+		r = r ?: tl_event_set_text(ev, TL_F_HTTP_DIRECTION, "inbound");
+		r = r ?: tl_event_set_text(ev, TL_F_HTTP_RESPONSE_FLAGS, "UF,URX");
 	}
 	if (r < 0)
 		tl_event_clear(ev);

@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "event.h"
+#include "http-api.h"
 #include "journal.h"
 #include "tl-buf.h"
 #include "metrics.h"
@@ -153,6 +154,25 @@ static void validate_doc(struct fx *f, struct json_object *doc, const char *name
 	ck_assert_int_eq(scn_validate(dir), 0);
 }
 
+static char *read_all(const char *path, size_t *ret_len)
+{
+	FILE *fp = fopen(path, "re");
+	char *buf;
+	long n;
+
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_int_eq(fseek(fp, 0, SEEK_END), 0);
+	n = ftell(fp);
+	ck_assert_int_gt(n, 0);
+	rewind(fp);
+	buf = malloc((size_t)n);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	*ret_len = (size_t)n;
+	return buf;
+}
+
 static bool file_exists(const char *path)
 {
 	struct stat st;
@@ -255,7 +275,7 @@ START_TEST(test_order_and_dedupe)
 		struct tl_event ev;
 
 		ck_assert_int_eq(scn_event(&ev, UID_A, "process.exit", t0 + 30100 * 1000000LL), 0);
-		ck_assert_int_eq(tl_event_set_int(&ev, "pid", 4712), 0);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_EXIT_PID, 4712), 0);
 		ck_assert_int_eq(tl_timelines_add(f.t, &ev), 0);
 		tl_event_clear(&ev);
 	}
@@ -490,7 +510,7 @@ START_TEST(test_linger_close_writes_atomically)
 	/* Events after the close do not reopen it. */
 	ck_assert_int_eq(scn_add(f.t, UID_C, "tcp.reset_sent", t0 + 99 * SCN_S), 0);
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 0);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 1);
 	ck_assert_str_eq(jstr(list, "timelines.0.state"), "closed");
 	ck_assert_int_eq(jint(list, "timelines.0.events"), n + 1);
@@ -553,7 +573,7 @@ START_TEST(test_closed_document_has_findings)
 	ck_assert_int_eq(scn_validate(path), 0);
 	n = (int64_t)json_object_array_length(fs);
 
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 1);
 	ck_assert_str_eq(jstr(list, "timelines.0.state"), "closed");
 	ck_assert_int_eq(jint(list, "timelines.0.findings"), n);
@@ -574,9 +594,89 @@ START_TEST(test_closed_document_has_findings)
 	/* A restarted store reads the count back from the document. */
 	tl_timelines_free(f.t);
 	fx_store(&f);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_int_eq(jint(list, "timelines.0.findings"), n);
 	json_object_put(list);
+	fx_done(&f);
+}
+END_TEST
+
+/* What a list says of a closed document (owner, deletion, events,
+ * findings, failed requests, complete) is kept beside it in
+ * STATE/closed.idx: a restart lists it without reading the document again,
+ * and reads a document the cache does not describe (changed since, or
+ * written by an agent before the cache). */
+START_TEST(test_closed_summary_kept_beside_document)
+{
+	struct fx f;
+	char path[PATH_MAX], jpath[PATH_MAX], cache[PATH_MAX];
+	struct wait_file w = { path, jpath };
+	struct json_object *list, *want;
+	struct timespec times[2];
+	struct stat st;
+	size_t len;
+	char *text, *orig;
+	FILE *fp;
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+
+	fx_init(&f, 0, 0);
+	set_meta(f.t, "shop", "web-kept", UID_A);
+	ck_assert_int_eq(scn_termination(f.t, UID_A, t0, true), 14);
+	PATHF(path, "%s/timelines/shop/web-kept_%s.json", f.dir, UID_A);
+	PATHF(jpath, "%s/journal/%s.tlj", f.dir, UID_A);
+	PATHF(cache, "%s/closed.idx", f.dir);
+	ck_assert(scn_run_until(f.loop, file_appears, &w));
+	ck_assert(scn_run_until(f.loop, none_open, f.t));
+	ck_assert(file_exists(cache));
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, true, &want), 0);
+	ck_assert_int_eq(jint(want, "timelines.0.failedRequests"), 1);
+	ck_assert_int_ge(jint(want, "timelines.0.findings"), 1);
+	tl_timelines_free(f.t);
+
+	/* The document's bytes replaced by others of the same size and
+	 * time: what the list says comes from the cache, not from them. */
+	orig = read_all(path, &len);
+	text = malloc(len);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(stat(path, &st), 0);
+	memset(text, ' ', len);
+	fp = fopen(path, "we");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(text, 1, len, fp), len);
+	ck_assert_int_eq(fclose(fp), 0);
+	times[0] = st.st_atim;
+	times[1] = st.st_mtim;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+	fx_store(&f);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, true, &list), 0);
+	ck_assert_msg(json_object_equal(list, want), "%s", json_object_to_json_string(list));
+	json_object_put(list);
+	tl_timelines_free(f.t);
+
+	/* Its time changed: read again (a blank file is no document). */
+	times[1].tv_sec -= 10;
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+	fx_store(&f);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, true, &list), 0);
+	ck_assert_uint_eq(jlen(list, "timelines"), 0); /* no uid: not listed */
+	json_object_put(list);
+	tl_timelines_free(f.t);
+
+	/* The document back and the cache gone (an agent before it): the
+	 * documents are read, and the cache written again. */
+	fp = fopen(path, "we");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(orig, 1, len, fp), len);
+	ck_assert_int_eq(fclose(fp), 0);
+	ck_assert_int_eq(unlink(cache), 0);
+	fx_store(&f);
+	ck_assert(file_exists(cache));
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, true, &list), 0);
+	ck_assert_msg(json_object_equal(list, want), "%s", json_object_to_json_string(list));
+	json_object_put(list);
+	free(text);
+	free(orig);
+	json_object_put(want);
 	fx_done(&f);
 }
 END_TEST
@@ -604,7 +704,7 @@ START_TEST(test_closed_without_helper)
 	ck_assert_ptr_nonnull(doc);
 	ck_assert_uint_eq(jlen(doc, "findings"), 0);
 	ck_assert_int_eq(scn_validate(path), 0);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_int_eq(jint(list, "timelines.0.findings"), 0);
 	json_object_put(list);
 	json_object_put(doc);
@@ -849,7 +949,7 @@ static int add_api_fact(struct tl_timelines *t, const char *type, int64_t time, 
 
 	if (r < 0)
 		return r;
-	r = tl_event_set_str(&ev, deletion ? "deletionTimestamp" : "finishedAt", at);
+	r = tl_event_set_text(&ev, deletion ? TL_F_DELREQ_DELETION_TS : TL_F_TERM_FINISHED, at);
 	r = r ?: tl_timelines_add(t, &ev);
 	tl_event_clear(&ev);
 	return r;
@@ -1172,25 +1272,6 @@ static bool ticked(void *ud)
 	return k->ticks >= k->until;
 }
 
-static char *read_all(const char *path, size_t *ret_len)
-{
-	FILE *fp = fopen(path, "re");
-	char *buf;
-	long n;
-
-	ck_assert_ptr_nonnull(fp);
-	ck_assert_int_eq(fseek(fp, 0, SEEK_END), 0);
-	n = ftell(fp);
-	ck_assert_int_gt(n, 0);
-	rewind(fp);
-	buf = malloc((size_t)n);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
-	fclose(fp);
-	*ret_len = (size_t)n;
-	return buf;
-}
-
 /* The commit (fdatasync, rename, directory fsync) runs on the store's
  * worker thread: when it fails (a directory with a file in it where the
  * document goes: the rename fails), the failure comes back to the loop,
@@ -1279,7 +1360,7 @@ START_TEST(test_close_does_not_block_loop)
 	/* The writer is still held: the ticks happened during the close. */
 	ck_assert(!file_exists(path));
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 1);
 	ck_assert_str_eq(jstr(list, "timelines.0.state"), "open");
 	ck_assert_int_eq(jint(list, "timelines.0.events"), N + 1);
@@ -1296,7 +1377,7 @@ START_TEST(test_close_does_not_block_loop)
 	ck_assert(memcmp(file, served, file_len) == 0);
 	free(file);
 	free(served);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 1);
 	ck_assert_str_eq(jstr(list, "timelines.0.state"), "closed");
 	ck_assert_int_eq(jint(list, "timelines.0.events"), N + 1);
@@ -1460,7 +1541,7 @@ START_TEST(test_shutdown_waits_for_writer)
 	ck_assert_int_eq(tl_metric_get("termline_timelines_closed_total", NULL), closed0 + 1);
 	fx_store(&f);
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 0);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 1);
 	ck_assert_str_eq(jstr(list, "timelines.0.state"), "closed");
 	json_object_put(list);
@@ -1510,6 +1591,170 @@ START_TEST(test_meta_recorded_only_when_changed)
 	ck_assert_str_eq(jstr(doc, "pod.name"), "web-n");
 	json_object_put(doc);
 	fx_done(&f);
+}
+END_TEST
+
+/* ---- journals of earlier builds ---- */
+
+static void copy_file(const char *from, size_t skip, const char *to)
+{
+	size_t len;
+	char *data = read_all(from, &len);
+	FILE *fp = fopen(to, "we");
+
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_ge(len, skip);
+	ck_assert_uint_eq(fwrite(data + skip, 1, len - skip, fp), len - skip);
+	ck_assert_int_eq(fclose(fp), 0);
+	free(data);
+}
+
+static struct json_object *gz_json(const char *path)
+{
+	gzFile gz = gzopen(path, "rb");
+	struct tl_buf b;
+	char buf[65536];
+	int n;
+	struct json_object *o;
+
+	ck_assert_ptr_nonnull(gz);
+	tl_buf_init(&b, 0);
+	while ((n = gzread(gz, buf, sizeof(buf))) > 0)
+		tl_buf_add(&b, buf, (size_t)n);
+	ck_assert_int_eq(n, 0);
+	gzclose(gz);
+	ck_assert_int_eq(b.err, 0);
+	o = json_tokener_parse(b.p);
+	ck_assert_ptr_nonnull(o);
+	tl_buf_free(&b);
+	return o;
+}
+
+/* The document as recorded, without what differs from one start to the
+ * next: the gap of the start itself and when recording began. */
+static void drop_start(struct json_object *doc)
+{
+	struct json_object *rec = jget(doc, "recorder"), *gaps = jget(doc, "recorder.gaps");
+
+	ck_assert_ptr_nonnull(gaps);
+	ck_assert_uint_ge(json_object_array_length(gaps), 1);
+	json_object_array_del_idx(gaps, json_object_array_length(gaps) - 1, 1);
+	json_object_object_del(rec, "recordingSince");
+	json_object_object_del(rec, "agentVersion");
+	json_object_object_del(rec, "node");
+	json_object_object_del(rec, "kernel");
+	json_object_object_del(rec, "probes");
+	json_object_object_del(rec, "configDigest");
+	for (size_t i = 0; i < json_object_array_length(gaps); i++) {
+		/* earlier starts' gaps end at their recordingSince: now-ish */
+		json_object_object_del(json_object_array_get_idx(gaps, i), "from");
+		json_object_object_del(json_object_array_get_idx(gaps, i), "to");
+	}
+}
+
+/* Journals written by earlier builds (tests/timeline/compat/, made by
+ * compat-journal.c) replay to the documents those builds served: every
+ * frame type a live agent writes, a compaction's R and T frames, a G
+ * frame. A change of the journal format that breaks an upgrading agent's
+ * journals fails here. */
+START_TEST(test_journal_compat)
+{
+	static const struct {
+		const char *name, *uid, *ns, *pod;
+	} cases[] = {
+		{ "compat-08e45ab", "c0c0c0c0-0000-4000-8000-00000000c0c0", "shop", "compat-renamed" },
+		{ "compat-08e45ab-gone", "c1c1c1c1-0000-4000-8000-00000000c1c1", "_unknown",
+		  "c1c1c1c1-0000-4000-8000-00000000c1c1" },
+	};
+	const char *src = getenv("TERMLINE_SOURCE_ROOT");
+
+	ck_assert_ptr_nonnull(src);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char from[PATH_MAX], to[PATH_MAX];
+		struct json_object *want, *got;
+		struct fx f;
+
+		fx_prepare(&f, 3600, 0);
+		f.cfg.findings_helper = "";
+		PATHF(to, "%s/journal", f.dir);
+		ck_assert_int_eq(mkdir(to, 0755), 0);
+		PATHF(from, "%s/tests/timeline/compat/%s.tlj", src, cases[i].name);
+		PATHF(to, "%s/journal/%s.tlj", f.dir, cases[i].uid);
+		copy_file(from, 0, to);
+		fx_store(&f);
+		ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
+		got = get_doc(f.t, cases[i].ns, cases[i].pod, cases[i].uid);
+		PATHF(from, "%s/tests/timeline/compat/%s.json.gz", src, cases[i].name);
+		want = gz_json(from);
+		drop_start(got);
+		drop_start(want);
+		ck_assert_msg(json_object_equal(got, want), "%s: the replayed document differs",
+			      cases[i].name);
+		json_object_put(got);
+		json_object_put(want);
+		fx_done(&f);
+	}
+}
+END_TEST
+
+/* Every seed of the journal fuzzer's corpus (corpus-journal/: its first
+ * byte picks the format) replays in a starting store, which then lists
+ * and serves what it replayed. */
+START_TEST(test_journal_corpus_replays)
+{
+	const char *src = getenv("TERMLINE_SOURCE_ROOT");
+	char dir[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int seeds = 0;
+
+	ck_assert_ptr_nonnull(src);
+	PATHF(dir, "%s/tests/timeline/corpus-journal", src);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d))) {
+		char from[PATH_MAX], to[PATH_MAX];
+		struct json_object *list, *arr;
+		uint8_t first;
+		FILE *fp;
+		struct fx f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		PATHF(from, "%s/%s", dir, de->d_name);
+		fp = fopen(from, "re");
+		ck_assert_ptr_nonnull(fp);
+		ck_assert_uint_eq(fread(&first, 1, 1, fp), 1);
+		fclose(fp);
+		fx_prepare(&f, 3600, 64);
+		f.cfg.findings_helper = "";
+		PATHF(to, "%s/journal", f.dir);
+		ck_assert_int_eq(mkdir(to, 0755), 0);
+		PATHF(to, "%s/journal/%s%s", f.dir, UID_A, first & 1 ? ".jsonl" : ".tlj");
+		copy_file(from, 1, to);
+		fx_store(&f);
+		ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
+		arr = jget(list, "timelines");
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			struct json_object *e = json_object_array_get_idx(arr, i);
+			struct json_object *ns = jget(e, "namespace"), *name = jget(e, "name"), *o;
+			char *doc = NULL;
+			size_t len;
+
+			ck_assert_int_eq(tl_timelines_get(f.t, ns ? json_object_get_string(ns) : "_unknown",
+							  name ? json_object_get_string(name) : UID_A,
+							  NULL, &doc, &len), 0);
+			o = json_tokener_parse(doc);
+			ck_assert_ptr_nonnull(o);
+			json_object_put(o);
+			free(doc);
+		}
+		json_object_put(list);
+		fx_done(&f);
+		seeds++;
+	}
+	closedir(d);
+	ck_assert_int_ge(seeds, 6);
 }
 END_TEST
 
@@ -1604,7 +1849,7 @@ START_TEST(test_long_pod_name_written)
 	/* after a restart the index is rebuilt from the document */
 	tl_timelines_free(f.t);
 	fx_store(&f);
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 1);
 	ck_assert_str_eq(jstr(list, "timelines.0.name"), name);
 	json_object_put(list);
@@ -1634,7 +1879,7 @@ START_TEST(test_dot_names_kept)
 	tl_timelines_free(f.t);
 	fx_store(&f);
 	ck_assert(file_exists(path));
-	ck_assert_int_eq(tl_timelines_list(f.t, &list), 0);
+	ck_assert_int_eq(tl_http_list_json(f.t, NULL, false, &list), 0);
 	ck_assert_uint_eq(jlen(list, "timelines"), 2);
 	json_object_put(list);
 	doc = get_doc(f.t, ".dotted", "web", NULL);
@@ -1742,7 +1987,7 @@ START_TEST(test_journal_compacted_over_a_long_life)
 		struct tl_event ev;
 
 		ck_assert_int_eq(scn_event(&ev, UID_A, "process.exec", t0 + (int64_t)i * 5 * SCN_S), 0);
-		ck_assert_int_eq(tl_event_set_int(&ev, "pid", 1000 + i), 0);
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_EXEC_PID, 1000 + i), 0);
 		ck_assert_int_eq(tl_timelines_add(f.t, &ev), 0);
 		tl_event_clear(&ev);
 		if (i % 20 == 0) {
@@ -1897,6 +2142,8 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_unknown_pod_file_name);
 	tcase_add_test(tc, test_journal_replay_after_kill);
 	tcase_add_test(tc, test_legacy_journal_upgrade);
+	tcase_add_test(tc, test_journal_compat);
+	tcase_add_test(tc, test_journal_corpus_replays);
 	tcase_add_test(tc, test_long_pod_name_written);
 	tcase_add_test(tc, test_dot_names_kept);
 	tcase_add_test(tc, test_retention_nothing_closed);
@@ -1922,6 +2169,7 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_shutdown_waits_for_writer);
 	tcase_add_test(tc, test_closed_document_has_findings);
 	tcase_add_test(tc, test_closed_without_helper);
+	tcase_add_test(tc, test_closed_summary_kept_beside_document);
 	tcase_add_test(tc, test_commit_off_loop_failure_reported);
 	suite_add_tcase(s, tc);
 	return s;

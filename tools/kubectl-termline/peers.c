@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "findings.h"
+#include "findings-consumers.h"
 #include "kube-peers.h"
 
 static struct source *peer_src;

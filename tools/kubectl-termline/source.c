@@ -38,6 +38,7 @@ struct source {
 	char *dir;		  /* SRC_DIR */
 	char *url;		  /* SRC_URL, no trailing slash */
 	struct tl_kubeconfig *kc; /* SRC_KUBE */
+	struct tl_kube_auth *auth; /* its credentials */
 	CURL *easy;
 	char agent_for_node[256]; /* cache: the last node's agent */
 	char agent_node[256];
@@ -49,6 +50,7 @@ void source_free(struct source *s)
 		return;
 	if (s->easy)
 		curl_easy_cleanup(s->easy);
+	tl_kube_auth_free(s->auth);
 	tl_kubeconfig_free(s->kc);
 	free(s->dir);
 	free(s->url);
@@ -107,6 +109,8 @@ int source_open(const struct cli *cli, struct source **ret, char *err, size_t er
 			path = def;
 		}
 		r = tl_kubeconfig_load(path, &s->kc, err, errlen);
+		if (r == 0)
+			r = tl_kube_auth_new(s->kc, &s->auth);
 		if (r < 0) {
 			source_free(s);
 			return r;
@@ -202,8 +206,8 @@ static int http_get_json(struct source *s, const char *path, size_t max, struct 
 		struct timespec ts;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		r = tl_kubeconfig_credentials(
-		    s->kc, false, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000, &cr_,
+		r = tl_kube_auth_credentials(
+		    s->auth, false, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000, &cr_,
 		    cerr, sizeof(cerr));
 		if (r < 0) {
 			tl_err(err, errlen, "%s", cerr);

@@ -112,16 +112,10 @@ const char *col(const struct cli *cli, const char *which)
 
 size_t doc_failed_requests(struct json_object *doc)
 {
-	struct tl_model m;
-	size_t n = 0;
+	uint64_t n = 0;
 
-	if (tl_model_build(doc, &m) == 0) {
-		/* a request seen twice (socket and log) counts once */
-		for (size_t i = 0; i < m.n_req; i++)
-			n += m.reqs[i].failed && !m.reqs[i].dup;
-	}
-	tl_model_done(&m);
-	return n;
+	tl_findings_failed_requests(doc, &n);
+	return (size_t)n;
 }
 
 int print_json(FILE *f, struct json_object *o)

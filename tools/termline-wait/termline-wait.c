@@ -4,13 +4,20 @@
  * traffic to the Pod any more, and returns then: the app and its sidecar get
  * SIGTERM only after the last request reached them.
  *
- * Static, libc only: it is copied into application containers whose images
- * we know nothing about. No name resolution: HOST_IP is an address.
+ * Static (the C library and json-c linked in): it is copied into
+ * application containers whose images we know nothing about. No name
+ * resolution: HOST_IP is an address.
+ *
+ * --timeout bounds the whole run: the agent is asked to answer a little
+ * before it, and nothing (connecting, reading, retrying, the fallback)
+ * outlasts it. Only an answer saying "drained": true opens the gate before
+ * the timeout; anything else is retried until then.
  *
  * Exit status: 0 drained, 1 not drained (the agent answered 504 at the
- * timeout, the deadline passed while the agent was away, or no agent ever
- * answered and the fallback sleep was served), 2 bad usage. One line on
- * stderr says what it waited for and how long. */
+ * timeout; the deadline passed with the agent away, silent or answering no
+ * verdict; or no agent ever answered and the fallback sleep was served),
+ * 2 bad usage. One line on stderr says what it waited for and how long;
+ * what it quotes of the agent's answer is escaped for the terminal. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,18 +33,23 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "answer.h"
+
 #define DEFAULT_PORT 9440
 #define DEFAULT_QUIET_MS 1000
 #define DEFAULT_TIMEOUT_MS 20000
 #define DEFAULT_FALLBACK_MS 5000
 #define MAX_DURATION_MS (3600LL * 1000)
 #define CONNECT_TIMEOUT_MS 1000
-/* The agent answers 504 at the timeout it was given; allow it this much
- * more before calling the connection dead. */
-#define ANSWER_MARGIN_MS 3000
+/* The agent is asked to answer this long before the deadline (a quarter
+ * of what is left, when that is less): it re-evaluates its waits every
+ * 50 ms, so its 504 arrives before the deadline, which is hard. */
+#define ANSWER_MARGIN_MS 500
+/* A 504 that arrives this long before the end of the wait asked for is not
+ * the agent's timeout answer: retried like any answer without a verdict. */
+#define EARLY_504_MS 250
 #define RETRY_FIRST_MS 200
 #define RETRY_MAX_MS 1000
-#define RESPONSE_MAX 8192
 #define UID_MAX 64
 
 struct opts {
@@ -114,8 +126,12 @@ static void usage(FILE *f)
 		"  --host IP       the agent's address (default $HOST_IP, status.hostIP)\n"
 		"  --port N        the agent's port (default $TERMLINE_PORT or %u)\n"
 		"  --quiet D       traffic-free time required (default 1s)\n"
-		"  --timeout D     give up after D (default 20s; grace period = this + app stop time)\n"
-		"  --fallback D    with no agent reachable, sleep D instead (default 5s)\n"
+		"  --timeout D     return by D whatever happens, fallback included (default 20s;\n"
+		"                  grace period = this + the app's stop time)\n"
+		"  --fallback D    with no agent reachable, sleep D instead (default 5s, at most\n"
+		"                  --timeout)\n"
+		"Only an answer saying \"drained\": true opens the gate early; a silent agent,\n"
+		"an error or an answer that is no verdict is retried until --timeout.\n"
 		"Durations: 500ms, 1.5s, 2m, or seconds. Exit: 0 drained, 1 not drained\n"
 		"(timeout or fallback), 2 bad usage.\n",
 		DEFAULT_PORT);
@@ -185,14 +201,16 @@ static int write_all(int fd, const char *buf, size_t len, int64_t deadline)
 	return 0;
 }
 
-/* Reads until EOF (Connection: close) or the buffer is full. Bytes or -errno. */
-static ssize_t read_all(int fd, char *buf, size_t cap, int64_t deadline)
+/* Reads the answer within its bounds (answer.h) and the deadline. 0 when
+ * it is complete, or -ETIMEDOUT, -EMSGSIZE, -EPROTO, -errno. */
+static int read_answer(int fd, struct tw_reader *rd, int64_t deadline)
 {
-	size_t len = 0;
-
-	while (len + 1 < cap) {
+	tw_reader_init(rd);
+	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		int64_t left = deadline - now_ms();
+		size_t cap;
+		char *dst;
 		ssize_t n;
 		int r;
 
@@ -205,56 +223,38 @@ static ssize_t read_all(int fd, char *buf, size_t cap, int64_t deadline)
 			return -errno;
 		if (r == 0)
 			continue;
-		n = recv(fd, buf + len, cap - 1 - len, 0);
+		dst = tw_reader_space(rd, &cap);
+		if (cap == 0)
+			return -EMSGSIZE;
+		n = recv(fd, dst, cap, 0);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n < 0)
 			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
+		r = n == 0 ? tw_reader_eof(rd) : tw_reader_wrote(rd, (size_t)n);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			return 0;
 	}
-	buf[len] = '\0';
-	return (ssize_t)len;
 }
 
-/* The agent's "summary" string, unescaped enough for one line of stderr. */
-static void extract_summary(const char *body, char *out, size_t cap)
-{
-	const char *p = body ? strstr(body, "\"summary\":\"") : NULL;
-	size_t n = 0;
-
-	out[0] = '\0';
-	if (!p)
-		return;
-	for (p += 11; *p && *p != '"' && n + 1 < cap; p++) {
-		if (*p == '\\' && p[1])
-			p++;
-		out[n++] = (*p == '\n' || *p == '\r') ? ' ' : *p;
-	}
-	out[n] = '\0';
-}
-
-struct answer {
-	int status;              /* HTTP status, 0 when none */
-	char summary[512];
-	char unmet[32];
-};
-
-/* One request. 0 with ans filled, or -errno when the agent could not be
- * reached (*reached says whether the TCP connection was made). */
+/* One request, asking the agent to answer within what is left before the
+ * deadline less its margin (*agent_ms). 0 with the answer in rd, or -errno
+ * (*reached says whether the TCP connection was made). */
 static int ask(const struct opts *o, const struct sockaddr_storage *ss, socklen_t sl,
-	       int64_t timeout_ms, struct answer *ans, bool *reached)
+	       int64_t deadline, struct tw_reader *rd, int64_t *agent_ms, bool *reached)
 {
 	static unsigned attempt;
 	char req[640], host[INET6_ADDRSTRLEN + 2];
-	static char resp[RESPONSE_MAX];
-	const char *body, *u;
-	int64_t deadline = now_ms() + timeout_ms + ANSWER_MARGIN_MS;
-	ssize_t n;
+	int64_t left = deadline - now_ms(), margin = left / 4;
 	int fd, r, len;
 
-	memset(ans, 0, sizeof(*ans));
+	if (margin > ANSWER_MARGIN_MS)
+		margin = ANSWER_MARGIN_MS;
+	*agent_ms = left - margin;
+	if (*agent_ms < 1)
+		return -ETIMEDOUT;
 	if (ss->ss_family == AF_INET6)
 		snprintf(host, sizeof(host), "[%s]", o->host);
 	else
@@ -266,32 +266,50 @@ static int ask(const struct opts *o, const struct sockaddr_storage *ss, socklen_
 			* when request capture sees it */
 		       "X-Request-Id: termline-wait-%s-%d-%u\r\n"
 		       "Connection: close\r\n\r\n",
-		       o->uid, (long long)o->quiet_ms, (long long)timeout_ms, host, o->port, o->uid,
+		       o->uid, (long long)o->quiet_ms, (long long)*agent_ms, host, o->port, o->uid,
 		       (int)getpid(), ++attempt);
 	if (len < 0 || (size_t)len >= sizeof(req))
 		return -EINVAL;
-	fd = connect_to(ss, sl, CONNECT_TIMEOUT_MS);
+	fd = connect_to(ss, sl, left < CONNECT_TIMEOUT_MS ? (int)left : CONNECT_TIMEOUT_MS);
 	if (fd < 0)
 		return fd;
 	*reached = true;
 	r = write_all(fd, req, (size_t)len, deadline);
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
-	n = read_all(fd, resp, sizeof(resp), deadline);
+	if (r == 0)
+		r = read_answer(fd, rd, deadline);
 	close(fd);
-	if (n < 0)
-		return (int)n;
-	if (n < 12 || strncmp(resp, "HTTP/1.", 7) != 0 || resp[8] != ' ')
-		return -EPROTO; /* cut off: an agent that went away mid-answer */
-	ans->status = atoi(resp + 9);
-	body = strstr(resp, "\r\n\r\n");
-	extract_summary(body, ans->summary, sizeof(ans->summary));
-	u = body ? strstr(body, "\"unmet\":\"") : NULL;
-	if (u)
-		sscanf(u + 9, "%31[a-z]", ans->unmet);
-	return 0;
+	return r;
+}
+
+/* Why an answer or an attempt gave no verdict, for the last line. */
+static void describe_failure(int r, const struct tw_reader *rd, int vr, char *why, size_t cap)
+{
+	switch (r) {
+	case 0:
+		if (rd->status == 429 || rd->status == 503)
+			snprintf(why, cap, "kept refusing (%d: %s)", rd->status,
+				 rd->status == 429 ? "busy" : "not synced");
+		else if (rd->status == 504)
+			snprintf(why, cap, "answered 504 before the timeout it was given");
+		else if (vr == 0 || vr == -ENOMSG)
+			snprintf(why, cap, "answered %d without a drained verdict", rd->status);
+		else
+			snprintf(why, cap, "answered %d with a body that is no verdict object", rd->status);
+		break;
+	case -ETIMEDOUT:
+		snprintf(why, cap, "did not answer within the timeout");
+		break;
+	case -EMSGSIZE:
+		snprintf(why, cap, "sent an answer past the bounds (%d KiB of header, %d KiB of body)",
+			 TW_HEAD_MAX / 1024, TW_BODY_MAX / 1024);
+		break;
+	case -EPROTO:
+		snprintf(why, cap, "sent an answer that is not HTTP/1.1 or was cut off");
+		break;
+	default:
+		snprintf(why, cap, "went away and did not come back (%s)", strerror(-r));
+		break;
+	}
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -390,13 +408,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
+	static struct tw_reader rd;
 	struct sockaddr_storage ss = { 0 };
 	socklen_t sl;
 	struct opts o;
-	struct answer ans;
+	struct tw_verdict v;
 	int64_t start = now_ms(), deadline, backoff = RETRY_FIRST_MS;
 	bool reached = false, unknown = false;
-	int r, last_err = 0, last_status = 0;
+	int r, last_err = 0;
+	char why[160] = "went away and did not come back";
 
 	r = parse_args(argc, argv, &o);
 	if (r)
@@ -418,9 +438,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	deadline = start + o.timeout_ms;
+	/* The timeout bounds the fallback too. */
+	if (o.fallback_ms > o.timeout_ms)
+		o.fallback_ms = o.timeout_ms;
 
 	for (;;) {
-		int64_t now = now_ms(), left = deadline - now;
+		int64_t now = now_ms(), left = deadline - now, agent_ms = 0, sent, wait;
+		int vr = -EPROTO;
 		double took;
 
 		/* Never reached an agent: wait no less, and no more, than the
@@ -434,51 +458,54 @@ int main(int argc, char **argv)
 		}
 		if (left <= 0) {
 			fprintf(stderr, "termline-wait: not drained after %.1fs: the agent at %s:%u %s\n",
-				(double)(now - start) / 1000.0, o.host, o.port,
-				last_status ? "kept refusing (busy or not synced)" : "went away and did not come back");
+				(double)(now - start) / 1000.0, o.host, o.port, why);
 			return 1;
 		}
-		if (left < 1000)
-			left = 1000; /* the agent's smallest timeout; the margin covers it */
-		r = ask(&o, &ss, sl, left, &ans, &reached);
-		took = (double)(now_ms() - start) / 1000.0;
-		if (r == 0 && ans.status == 200) {
+		if (left < 20) {
+			sleep_ms(left); /* no time for another request */
+			continue;
+		}
+		sent = now;
+		r = ask(&o, &ss, sl, deadline, &rd, &agent_ms, &reached);
+		now = now_ms();
+		took = (double)(now - start) / 1000.0;
+		if (r == 0)
+			vr = tw_verdict_parse(rd.body, rd.body_len, o.uid, &v);
+		if (r == 0 && rd.status == 200 && vr == 0 && v.drained) {
 			fprintf(stderr, "termline-wait: drained after %.1fs (pod %s, quiet %.1fs)%s%s\n", took,
-				o.uid, (double)o.quiet_ms / 1000.0, ans.summary[0] ? ": " : "", ans.summary);
+				o.uid, (double)o.quiet_ms / 1000.0, v.summary[0] ? ": " : "", v.summary);
 			return 0;
 		}
-		if (r == 0 && ans.status == 504) {
+		if (r == 0 && rd.status == 504 && vr == 0 && !v.drained &&
+		    now >= sent + agent_ms - EARLY_504_MS) {
 			fprintf(stderr, "termline-wait: not drained after %.1fs (timeout), still waiting for %s%s%s\n",
-				took, ans.unmet[0] ? ans.unmet : "?", ans.summary[0] ? ": " : "", ans.summary);
+				took, v.unmet[0] ? v.unmet : "?", v.summary[0] ? ": " : "", v.summary);
 			return 1;
 		}
-		if (r == 0 && ans.status == 400) {
+		if (r == 0 && rd.status == 400 && vr == -ENOMSG) {
 			fprintf(stderr, "termline-wait: the agent refused the request%s%s\n",
-				ans.summary[0] ? ": " : "", ans.summary);
+				v.summary[0] ? ": " : "", v.summary);
 			return 2;
 		}
-		if (r == 0 && ans.status == 404) {
+		if (r == 0 && rd.status == 404) {
 			/* An agent that does not know this Pod (no API access, or a
 			 * Pod of another node) cannot judge: serve the fallback. */
 			reached = false;
 			unknown = true;
 			last_err = 0;
-		} else if (r == 0) {
-			last_status = ans.status; /* 429 past the cap, 503 not synced: retry */
+		} else if (reached) {
+			describe_failure(r, &rd, vr, why, sizeof(why));
 		} else {
 			last_err = -r;
-			last_status = 0;
 		}
+		/* Retry, within the deadline and the fallback. */
 		now = now_ms();
-		{
-			int64_t wait = backoff;
-
-			if (!reached && start + o.fallback_ms - now < wait)
-				wait = start + o.fallback_ms - now;
-			if (deadline - now < wait)
-				wait = deadline - now;
-			sleep_ms(wait);
-		}
+		wait = backoff;
+		if (!reached && start + o.fallback_ms - now < wait)
+			wait = start + o.fallback_ms - now;
+		if (deadline - now < wait)
+			wait = deadline - now;
+		sleep_ms(wait);
 		backoff = backoff * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : backoff * 2;
 	}
 }
