@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -47,6 +48,7 @@ struct opts {
 	uint64_t step_us;     /* simulated time between two events of one Pod */
 	uint64_t cap_factor;  /* the cap phase feeds cap_factor * max_events events */
 	uint64_t fsync_ms;
+	uint64_t peers;       /* distinct peer addresses of http.request (0: no peer fields) */
 	const char *base;
 	const char *findings_helper; /* NULL: the store looks for it */
 	bool keep;
@@ -176,6 +178,15 @@ static int pod_gen_next(struct pod_gen *g, const struct opts *o, struct tl_event
 		r = r ?: tl_event_set_i(ev, TL_F_HTTP_DURATION_MS, 3);
 		r = r ?: tl_event_set_text(ev, TL_F_HTTP_DIRECTION, "inbound");
 		r = r ?: tl_event_set_text(ev, TL_F_HTTP_RESPONSE_FLAGS, s % 50 ? "-" : "UF,URX");
+		if (o->peers) {
+			/* a connection per 8 requests of one peer, the peers in turn */
+			uint64_t c = s / 8, p = c % o->peers;
+			uint8_t a[16] = { 10, (uint8_t)(p >> 16), (uint8_t)(p >> 8), (uint8_t)p };
+
+			r = r ?: tl_event_set_addr(ev, TL_F_HTTP_PEER, AF_INET, a, (uint16_t)(32768 + c % 28000));
+			r = r ?: tl_event_set_i(ev, TL_F_HTTP_CONN, (int64_t)c + 1);
+			r = r ?: tl_event_set_i(ev, TL_F_HTTP_CONN_START, t - (int64_t)(s % 8 + 1) * 5 * NS_PER_MS);
+		}
 	} else if (strcmp(type, "process.exec") == 0) {
 		r = r ?: tl_event_set_i(ev, TL_F_EXEC_PID, (int64_t)(1000 + s % 30000));
 		r = r ?: tl_event_set_text(ev, TL_F_EXEC_COMM, "sh");
@@ -745,7 +756,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: bench-timeline [--pods N] [--events N] [--max-events N] [--http-share PCT]\n"
-		"                      [--step-us US] [--cap-factor N] [--fsync-ms MS]\n"
+		"                      [--step-us US] [--cap-factor N] [--fsync-ms MS] [--peers N]\n"
 		"                      [--state-base DIR] [--keep] [--help]\n"
 		"\n"
 		"Feeds synthetic events into the per-Pod timeline store (tl_timelines) in a\n"
@@ -758,6 +769,8 @@ static void usage(FILE *f)
 		"  --step-us US     simulated time between two events of one Pod (default 1000)\n"
 		"  --cap-factor N   the cap phase feeds N x max-events events (default 3)\n"
 		"  --fsync-ms MS    journal fsync batching (default 200)\n"
+		"  --peers N        http.request carries peer, conn and connStart, from N distinct\n"
+		"                   addresses, a connection per 8 requests (default 0: none)\n"
 		"  --state-base DIR where the temporary state dir is made (default $TMPDIR or /tmp)\n"
 		"  --keep           keep the state dir and print its path\n"
 		"  --findings-helper PATH  termline-findings, which writes a closed document's\n"
@@ -775,6 +788,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "step-us", required_argument, NULL, 'u' },
 		{ "cap-factor", required_argument, NULL, 'c' },
 		{ "fsync-ms", required_argument, NULL, 'f' },
+		{ "peers", required_argument, NULL, 'P' },
 		{ "state-base", required_argument, NULL, 'b' },
 		{ "keep", no_argument, NULL, 'k' },
 		{ "findings-helper", required_argument, NULL, 'F' },
@@ -794,6 +808,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'u': r = bench_parse_u64(optarg, 1, 1000000000, &o->step_us); break;
 		case 'c': r = bench_parse_u64(optarg, 1, 20, &o->cap_factor); break;
 		case 'f': r = bench_parse_u64(optarg, 1, 600000, &o->fsync_ms); break;
+		case 'P': r = bench_parse_u64(optarg, 0, 1u << 24, &o->peers); break;
 		case 'b': o->base = optarg; break;
 		case 'k': o->keep = true; break;
 		case 'F': o->findings_helper = optarg; break;

@@ -250,6 +250,8 @@ static __always_inline bool emit_small(__u16 kind, __u64 cgid, __u64 sk, __s32 e
 	r->tgid = id >> 32;
 	r->total = 0;
 	r->err = err;
+	__builtin_memset(r->peer_addr, 0, sizeof(r->peer_addr));
+	r->peer_port = r->local_port = r->family = r->pad = 0;
 	bpf_ringbuf_submit(r, submit_flags(TL_HTTP_RING_TAKEN(sizeof(*r))));
 	return true;
 }
@@ -379,6 +381,33 @@ static __always_inline __u64 sk_cgroup_id(struct sock *sk)
 	return cg ? cg->kn->id : 0;
 }
 
+/* The socket's remote end (and local port) into a record: loads from the
+ * socket's common part, the line the kernel has just used for this call.
+ * direct: sk is a pointer the verifier knows (a tp_btf argument or a
+ * read-only cast), else each field is a probe read. */
+#define SKC(direct, sk, f) ((direct) ? (sk)->__sk_common.f : BPF_CORE_READ(sk, __sk_common.f))
+static __always_inline void rec_peer(struct tl_http_rec *h, const struct sock *sk, const bool direct)
+{
+	__u16 family = SKC(direct, sk, skc_family);
+
+	if (family == TL_HTTP_AF_INET6) {
+		if (direct)
+			__builtin_memcpy(h->peer_addr, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr8, 16);
+		else
+			BPF_CORE_READ_INTO(&h->peer_addr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	} else if (family == TL_HTTP_AF_INET) {
+		__u32 a = SKC(direct, sk, skc_daddr);
+
+		__builtin_memcpy(h->peer_addr, &a, 4);
+	} else {
+		return;
+	}
+	h->family = family;
+	h->peer_port = __builtin_bswap16(SKC(direct, sk, skc_dport));
+	h->local_port = SKC(direct, sk, skc_num);
+	h->flags |= TL_HTTP_RF_PEER;
+}
+
 /* sock variant: a state for sk, created (and counted) or the one there. */
 static __always_inline struct tl_http_conn *sk_conn_make(struct sock *sk)
 {
@@ -413,7 +442,8 @@ static __always_inline void sk_conn_settle(struct sock *sk, struct tl_http_conn 
  * its cookie, which no later socket reuses, and only a socket with a mark
  * has one (http_marked). conn: the state the caller found, or NULL. */
 static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool is_read, __u64 cgid,
-				 struct sock *sk, struct tl_http_conn *conn, __u64 fd, const bool by_fd)
+				 struct sock *sk, struct tl_http_conn *conn, __u64 fd, const bool by_fd,
+				 const bool direct)
 {
 	__u64 sk_key, fd_key = 0, buflen = 0, n, cp;
 	struct tl_http_conn fresh = {};
@@ -495,6 +525,13 @@ static __always_inline int on_io(struct pt_regs *regs, long nr, long ret, bool i
 		};
 		int rc;
 
+		/* The peer once per request: a connection opened before the
+		 * programs were attached has no OPEN record to name it, and
+		 * a per-connection mark would cost a storage lookup at each
+		 * record (the socket's lines are hot here, the loads are
+		 * not). */
+		if (st == START_REQUEST)
+			rec_peer(&h, sk, direct);
 		/* Heads are a few hundred bytes: most records take the
 		 * smallest class. */
 		if (cp <= 256)
@@ -612,7 +649,8 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret, const boo
 	if (!sk)
 		return 0;
 	sk_key = (__u64)sk;
-	return on_io(regs, nr, ret, is_read, cgid, sk, bpf_map_lookup_elem(&http_conns, &sk_key), fd, true);
+	return on_io(regs, nr, ret, is_read, cgid, sk, bpf_map_lookup_elem(&http_conns, &sk_key), fd, true,
+		     cast);
 }
 
 /* The socket variant's body: the kernel's own socket send and receive
@@ -653,7 +691,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, bool 
 	nr = regs->orig_ax;
 	if (ret > 0 && io_side(nr) != (is_read ? IO_READ : IO_WRITE))
 		return 0;
-	return on_io(regs, nr, ret, is_read, cgid, sk, conn, 0, false);
+	return on_io(regs, nr, ret, is_read, cgid, sk, conn, 0, false, true);
 }
 
 SEC("tp_btf/sock_recv_length")
@@ -694,6 +732,59 @@ int BPF_PROG(http_tcp_destroy, struct sock *sk)
 	emit_small(TL_HTTP_REC_CLOSE, cgid, bpf_get_socket_cookie(sk),
 		   sk->sk_err == ECONNRESET ? -ECONNRESET : 0, conn);
 	return 0;
+}
+
+/* A connection of a tracked cgroup is established: accepted (the child
+ * socket going SYN_RECV -> ESTABLISHED, in softirq; it has its listener's
+ * cgroup, sk_clone_lock copies sk_cgrp_data) or connected (SYN_SENT ->
+ * ESTABLISHED). One OPEN record names it, its peer and the moment: the
+ * connection's start, and an accepted connection that never carries a
+ * whole request is still seen. The state tests come first: every TCP
+ * connection on the node passes here ~10 times on each end. by_cookie:
+ * the sock variant's key (the cookie, generated here for the records that
+ * follow), else the socket's address (the sys_exit variants'). */
+static __always_inline int on_state(const struct sock *sk, int oldstate, int newstate,
+				    const bool by_cookie)
+{
+	struct tl_http_rec *r;
+	__u64 cgid, key;
+
+	if (newstate != TCP_ESTABLISHED || (oldstate != TCP_SYN_RECV && oldstate != TCP_SYN_SENT))
+		return 0;
+	if (sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	cgid = sk_cgroup_id((struct sock *)sk);
+	if (!cgroup_tracked(cgid))
+		return 0;
+	key = by_cookie ? bpf_get_socket_cookie((struct sock *)sk) : (__u64)sk;
+	r = bpf_ringbuf_reserve(&http_events, sizeof(*r), 0);
+	if (!r) {
+		count_drop(TL_HTTP_REC_OPEN);
+		return 0;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->kind = TL_HTTP_REC_OPEN;
+	r->flags = oldstate == TCP_SYN_RECV ? TL_HTTP_RF_ACCEPTED : 0;
+	r->ktime_ns = bpf_ktime_get_boot_ns();
+	r->cgroup_id = cgid;
+	r->sock = key;
+	rec_peer(r, sk, true);
+	bpf_ringbuf_submit(r, submit_flags(TL_HTTP_RING_TAKEN(sizeof(*r))));
+	return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(http_open, const struct sock *sk, const int oldstate, const int newstate)
+{
+	return on_state(sk, oldstate, newstate, true);
+}
+
+/* The sys_exit variants' twin: their records name a connection by its
+ * socket's address. */
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(http_open_by_sk, const struct sock *sk, const int oldstate, const int newstate)
+{
+	return on_state(sk, oldstate, newstate, false);
 }
 
 /* Loaded where the kernel has bpf_rdonly_cast() (>= 6.2). */

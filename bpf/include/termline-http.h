@@ -27,13 +27,23 @@ enum tl_http_rec_kind {
 	 * variants) or the socket's destruction (sock variant: err is
 	 * -ECONNRESET for a reset the process never read). */
 	TL_HTTP_REC_CLOSE = 4,
-	TL_HTTP_REC_KIND_MAX = 5,
+	/* The connection was established while the programs were attached
+	 * (inet_sock_set_state to ESTABLISHED): accepted (TL_HTTP_RF_ACCEPTED)
+	 * or connected; the peer fields are set. Its time is the
+	 * connection's start. */
+	TL_HTTP_REC_OPEN = 5,
+	TL_HTTP_REC_KIND_MAX = 6,
 };
 
 /* tl_http_rec.flags */
 #define TL_HTTP_RF_READ 0x1     /* the process read the bytes (else wrote them) */
 #define TL_HTTP_RF_CONT 0x2     /* copied because the last head on this side did not end */
 #define TL_HTTP_RF_LOST 0x4     /* records of this connection were lost (ring full) before this one */
+#define TL_HTTP_RF_PEER 0x8     /* the peer fields are set (OPEN, and DATA that starts a request) */
+#define TL_HTTP_RF_ACCEPTED 0x10 /* OPEN: the handshake completed on the listening side */
+
+#define TL_HTTP_AF_INET 2
+#define TL_HTTP_AF_INET6 10
 
 struct tl_http_rec {
 	__u16 kind;
@@ -48,6 +58,15 @@ struct tl_http_rec {
 	__u32 tgid;
 	__u32 total;          /* bytes the syscall moved (clamped to 2^32-1) */
 	__s32 err;            /* ERROR: the syscall's -errno */
+	/* With TL_HTTP_RF_PEER: the connection's two ends, from the socket.
+	 * Only records that start a request (one per request) and OPEN carry
+	 * them: a connection opened before the programs were attached has no
+	 * OPEN, and its first request names the peer. */
+	__u8 peer_addr[16];   /* network order; IPv4 in the first 4 bytes */
+	__u16 peer_port;      /* host order */
+	__u16 local_port;     /* host order */
+	__u16 family;         /* TL_HTTP_AF_INET or TL_HTTP_AF_INET6; 0 without a peer */
+	__u16 pad;
 };
 
 /* Per-connection state the program keeps: the sys_exit variants' for every

@@ -36,6 +36,11 @@
 #define CONN_IDLE_NS (300LL * 1000000000LL)
 /* A termination window whose Pod never reports deleted (API away). */
 #define TERMINATION_MAX_NS (900LL * 1000000000LL)
+/* Accepted connections of Pods in a termination window, folded per Pod
+ * cgroup, peer address and local port until the next housekeeping tick
+ * (tcp.accepted with a count): at most this many at once; past it the
+ * table is written out early. */
+#define MAX_ACCEPT_FOLDS 1024
 
 struct cg {
 	uint64_t id;
@@ -67,6 +72,13 @@ struct summary {
 	int64_t first_ns;       /* UTC of the first request counted */
 };
 
+struct accept_fold {
+	uint64_t cgroup_id;
+	struct tl_http_peer peer;  /* the first connection's */
+	uint64_t count;
+	int64_t first_ns, last_ns; /* CLOCK_BOOTTIME */
+};
+
 struct preroll {
 	struct tl_http_exchange x;
 	char uid[TL_UID_MAX];
@@ -93,6 +105,11 @@ struct tl_capture {
 	size_t held_head, n_held;
 	struct window *win;
 	size_t n_win;
+	struct accept_fold *acc;
+	size_t n_acc;
+	/* Connection numbers (http.request's conn): unique within the run,
+	 * so within each timeline. */
+	uint32_t next_conn;
 	uint64_t log_records;
 	uint64_t log_not_access;
 	uint64_t attaches;
@@ -158,6 +175,23 @@ int tl_capture_log_event(const struct tl_pod_log_source *src, const struct tl_ac
 	return r;
 }
 
+/* The connection the exchange came on: its peer, when it was established
+ * (unset when before the capture), its number, and "Connection: close". */
+static int set_conn(struct tl_event *ev, const struct tl_http_exchange *x)
+{
+	int r = 0;
+
+	if (x->peer.family)
+		r = tl_event_set_addr(ev, TL_F_HTTP_PEER, x->peer.family, x->peer.addr, x->peer.port);
+	if (r == 0 && x->conn_start_ns)
+		r = tl_event_set_i(ev, TL_F_HTTP_CONN_START, x->conn_start_ns);
+	if (r == 0 && x->conn_seq)
+		r = tl_event_set_i(ev, TL_F_HTTP_CONN, x->conn_seq);
+	if (r == 0 && x->conn_close)
+		r = tl_event_set_i(ev, TL_F_HTTP_CONN_CLOSE, 1);
+	return r;
+}
+
 int tl_capture_kernel_event(const struct tl_http_exchange *x, int64_t start_ns, int64_t end_ns,
 			    struct tl_event *ev)
 {
@@ -172,6 +206,8 @@ int tl_capture_kernel_event(const struct tl_http_exchange *x, int64_t start_ns, 
 		       direction_name(x->direction));
 	if (r == 0 && x->error)
 		r = set_str(ev, TL_F_HTTP_ERROR, x->error);
+	if (r == 0)
+		r = set_conn(ev, x);
 	if (r < 0)
 		tl_event_clear(ev);
 	return r;
@@ -290,7 +326,8 @@ static void join_kernel(struct tl_capture *c, const char *uid, const struct tl_a
 		tl_copy_str(ev->container_id, sizeof(ev->container_id), g->container_id);
 	if (tl_event_set_i(ev, TL_F_HTTP_START, best->start_ns) < 0 ||
 	    tl_event_set_i(ev, TL_F_HTTP_DURATION_MS, (best->end_ns - best->start_ns) / 1000000) < 0 ||
-	    tl_event_set_s(ev, TL_F_HTTP_ALSO_SEEN_BY, "kernel", 6) < 0)
+	    tl_event_set_s(ev, TL_F_HTTP_ALSO_SEEN_BY, "kernel", 6) < 0 ||
+	    (!ev->v[TL_F_HTTP_PEER].set && set_conn(ev, &best->x) < 0))
 		tl_metric_add("termline_http_join_errors_total", NULL, 1);
 	/* The socket saw no response (reset, closed): the log's status
 	 * stands, the kernel's reason is kept. */
@@ -393,13 +430,27 @@ static bool summarize(struct tl_capture *c, const struct tl_http_exchange *x, in
 static bool in_window(struct tl_capture *c, const char *uid);
 static struct window *find_window(struct tl_capture *c, const char *uid);
 
-static void on_exchange(void *ud, const struct tl_http_exchange *x)
+static void on_exchange(void *ud, const struct tl_http_exchange *xr)
 {
 	struct tl_capture *c = ud;
 	int64_t off = c->cfg.clock ? c->cfg.clock->offset_ns : 0;
-	int64_t start = (int64_t)x->start_ns + off, end = (int64_t)x->end_ns + off;
+	int64_t start = (int64_t)xr->start_ns + off, end = (int64_t)xr->end_ns + off;
+	struct tl_http_exchange xc = *xr;
+	const struct tl_http_exchange *x = &xc;
 	const char *uid;
 	struct held *h;
+
+	/* The connection's number, given at its first exchange; the copy
+	 * keeps it (held and pre-roll exchanges outlive the connection). */
+	if (xr->conn_no) {
+		if (!*xr->conn_no)
+			*xr->conn_no = ++c->next_conn ? c->next_conn : ++c->next_conn;
+		xc.conn_seq = *xr->conn_no;
+	}
+	xc.conn_no = NULL;
+	/* (the copy's times are UTC, as tl_capture_kernel_event takes them) */
+	if (xc.conn_start_ns)
+		xc.conn_start_ns += off;
 
 	if (c->cfg.mode == TL_HTTP_CAPTURE_ALWAYS &&
 	    !((uid = cgroup_pod(c, x->cgroup_id)) && find_window(c, uid)) && summarize(c, x, start)) {
@@ -439,10 +490,84 @@ static void on_exchange(void *ud, const struct tl_http_exchange *x)
 	h->held_at = tl_now_boot_ns();
 }
 
+/* Folded accepted connections go out as tcp.accepted events. */
+static void flush_accepts(struct tl_capture *c)
+{
+	int64_t off = c->cfg.clock ? c->cfg.clock->offset_ns : 0;
+
+	for (size_t i = 0; i < c->n_acc; i++) {
+		const struct accept_fold *a = &c->acc[i];
+		struct tl_event ev;
+		int r;
+
+		r = tl_event_init_kind(&ev, TL_KIND_TCP_ACCEPTED, TL_SRC_KERNEL, a->first_ns + off);
+		if (r < 0)
+			continue;
+		ev.cgroup_id = a->cgroup_id;
+		r = tl_event_set_addr(&ev, TL_F_ACC_PEER, a->peer.family, a->peer.addr, a->peer.port);
+		r = r ?: tl_event_set_i(&ev, TL_F_ACC_PORT, a->peer.local_port);
+		r = r ?: tl_event_set_i(&ev, TL_F_ACC_COUNT, (int64_t)a->count);
+		if (r == 0 && a->count > 1)
+			r = tl_event_set_i(&ev, TL_F_ACC_LAST, a->last_ns + off);
+		if (r < 0) {
+			tl_event_clear(&ev);
+			continue;
+		}
+		tl_metric_add("termline_http_accepted_total", NULL, (int64_t)a->count);
+		tl_emit(&c->emit, &ev);
+	}
+	c->n_acc = 0;
+}
+
+static bool peer_loopback(const struct tl_http_peer *p)
+{
+	static const uint8_t one[16] = { [15] = 1 };
+
+	return p->family == TL_HTTP_AF_INET ? p->addr[0] == 127 : memcmp(p->addr, one, 16) == 0;
+}
+
+/* An accepted connection of a Pod in its termination window: counted per
+ * peer address and local port (a consumer that connects without sending a
+ * whole request is seen too). The Pod's own loopback legs (a sidecar to
+ * its app) are not a consumer's. */
+static void on_accepted(struct tl_capture *c, const struct tl_http_rec *r)
+{
+	struct tl_http_peer p;
+	struct accept_fold *a = NULL;
+	const struct window *w;
+	const char *uid;
+
+	if (!tl_http_rec_peer(r, &p) || peer_loopback(&p) || !(uid = cgroup_pod(c, r->cgroup_id)) ||
+	    !(w = find_window(c, uid)) || !w->terminating)
+		return;
+	for (size_t i = 0; i < c->n_acc; i++) {
+		struct accept_fold *f = &c->acc[i];
+
+		if (f->cgroup_id == r->cgroup_id && f->peer.family == p.family &&
+		    f->peer.local_port == p.local_port && memcmp(f->peer.addr, p.addr, 16) == 0) {
+			a = f;
+			break;
+		}
+	}
+	if (!a) {
+		if (c->n_acc == MAX_ACCEPT_FOLDS)
+			flush_accepts(c);
+		a = &c->acc[c->n_acc++];
+		a->cgroup_id = r->cgroup_id;
+		a->peer = p;
+		a->count = 0;
+		a->first_ns = (int64_t)r->ktime_ns;
+	}
+	a->count++;
+	a->last_ns = (int64_t)r->ktime_ns;
+}
+
 static void on_rec(void *ud, const struct tl_http_rec *r, const uint8_t *data)
 {
 	struct tl_capture *c = ud;
 
+	if (r->kind == TL_HTTP_REC_OPEN && (r->flags & TL_HTTP_RF_ACCEPTED))
+		on_accepted(c, r);
 	tl_http_tracker_record(c->tracker, r, data);
 }
 
@@ -617,6 +742,7 @@ static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _u
 {
 	struct tl_capture *c = ud;
 
+	flush_accepts(c);
 	expire_windows(c, tl_now_real_ns());
 	release_held(c, tl_now_boot_ns() - JOIN_WAIT_NS);
 	flush_summaries(c);
@@ -731,6 +857,7 @@ void tl_capture_flush_pod(struct tl_capture *c, const char *uid)
 		return;
 	if (c->bpf)
 		tl_http_bpf_drain(c->bpf);
+	flush_accepts(c);
 	/* Log records join the held legs they belong to... */
 	if (c->logs)
 		tl_pod_logs_read_pod(c->logs, uid);
@@ -848,10 +975,11 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 	for (size_t i = 0; i < CG_BUCKETS; i++)
 		c->cg_bucket[i] = -1;
 	c->win = calloc(MAX_WINDOWS, sizeof(*c->win));
+	c->acc = calloc(MAX_ACCEPT_FOLDS, sizeof(*c->acc));
 	c->held = calloc(MAX_HELD, sizeof(*c->held));
 	c->sums = calloc(MAX_SUMMARIES, sizeof(*c->sums));
 	c->pre = cfg->mode == TL_HTTP_CAPTURE_ALWAYS ? calloc(PREROLL_MAX, sizeof(*c->pre)) : NULL;
-	if (!c->cgs || !c->win || !c->held || !c->sums ||
+	if (!c->cgs || !c->win || !c->acc || !c->held || !c->sums ||
 	    (cfg->mode == TL_HTTP_CAPTURE_ALWAYS && !c->pre)) {
 		tl_capture_free(c);
 		return -ENOMEM;
@@ -928,6 +1056,7 @@ void tl_capture_free(struct tl_capture *c)
 	free(c->win);
 	free(c->held);
 	free(c->sums);
+	free(c->acc);
 	free(c->pre);
 	free(c);
 }

@@ -75,6 +75,7 @@ int tl_capture_poll_logs(struct tl_capture *c);
  * has no start time. 0 or -errno; ev is initialised by this call. */
 int tl_capture_log_event(const struct tl_pod_log_source *src, const struct tl_access_record *r,
 			 int64_t cri_ns, struct tl_event *ev);
-/* The event of one exchange seen on a socket; times are UTC ns. */
+/* The event of one exchange seen on a socket; times are UTC ns (its
+ * conn_start_ns too). */
 int tl_capture_kernel_event(const struct tl_http_exchange *x, int64_t start_ns, int64_t end_ns,
 			    struct tl_event *ev);

@@ -12,7 +12,7 @@
 #include "http.skel.h"
 #include "macro.h"
 
-_Static_assert(sizeof(struct tl_http_rec) == 48, "wire record size");
+_Static_assert(sizeof(struct tl_http_rec) == 72, "wire record size");
 _Static_assert(sizeof(struct tl_http_conn) == 8, "conn state size");
 
 /* The ring is drained on a timer while the programs are attached, and
@@ -35,7 +35,7 @@ _Static_assert(sizeof(struct tl_http_conn) == 8, "conn state size");
 #define DRAIN_MS 25
 #define DRAIN_MIN_MS 1
 #define DRAIN_SHARE 4
-#define MAX_PROGS 3
+#define MAX_PROGS 4
 
 /* The hooks, from the cheapest for the node to the most widely loadable
  * (docs/http-capture.md, "Hooks"): the kernel's socket send and receive
@@ -109,10 +109,13 @@ static int open_load(struct tl_http_bpf *b, const struct tl_http_bpf_config *cfg
 		b->progs[b->n_progs++] = b->skel->progs.http_sock_recv;
 		b->progs[b->n_progs++] = b->skel->progs.http_sock_send;
 		b->progs[b->n_progs++] = b->skel->progs.http_tcp_destroy;
+		b->progs[b->n_progs++] = b->skel->progs.http_open;
 	} else if (strcmp(variant, "rdonly_cast") == 0) {
 		b->progs[b->n_progs++] = b->skel->progs.http_sys_exit;
+		b->progs[b->n_progs++] = b->skel->progs.http_open_by_sk;
 	} else {
 		b->progs[b->n_progs++] = b->skel->progs.http_sys_exit_probed;
+		b->progs[b->n_progs++] = b->skel->progs.http_open_by_sk;
 	}
 	/* One variant; the classic twins and the floor are for
 	 * bench/bench-http-capture only. */

@@ -17,6 +17,7 @@ struct pending {
 	int id_header;
 	bool head_cut;
 	int64_t ts_ns;
+	struct tl_http_peer peer; /* the connection's when the request came */
 };
 
 /* A head split across reads or writes, per side (0 = read, 1 = written). */
@@ -36,6 +37,9 @@ struct conn {
 	bool upgraded;    /* 101: the bytes that follow are another protocol */
 	bool was_reset;
 	int64_t last_ns;
+	int64_t open_ns;  /* the OPEN record's time; 0 when not seen */
+	uint32_t no;      /* the consumer's number for it (tl_http_exchange.conn_no) */
+	struct tl_http_peer peer;
 	struct head_buf head[2];
 	/* Ring of q_cap pending requests, grown by doubling up to max_pending:
 	 * most connections never hold more than one or two, and a connection
@@ -151,7 +155,7 @@ static struct conn *conn_find(struct tl_http_tracker *t, uint64_t key)
 }
 
 static void report(struct tl_http_tracker *t, struct conn *c, const struct pending *p,
-		   uint16_t status, const char *error, int64_t end_ns)
+		   uint16_t status, const char *error, int64_t end_ns, bool conn_close)
 {
 	/* Field by field: an initializer would zero the ~400 bytes of
 	 * strings first, which the copies below fill anyway. */
@@ -167,6 +171,11 @@ static void report(struct tl_http_tracker *t, struct conn *c, const struct pendi
 	x.head_cut = p->head_cut;
 	x.start_ns = p->ts_ns;
 	x.end_ns = end_ns < p->ts_ns ? p->ts_ns : end_ns;
+	x.peer = p->peer.family ? p->peer : c->peer;
+	x.conn_start_ns = c->open_ns;
+	x.conn_close = conn_close;
+	x.conn_no = &c->no;
+	x.conn_seq = c->no;
 	memcpy(x.method, p->method, sizeof(x.method));
 	memcpy(x.path, p->path, sizeof(x.path));
 	memcpy(x.id, p->id, sizeof(x.id));
@@ -181,7 +190,7 @@ static void fail_pending(struct tl_http_tracker *t, struct conn *c, const char *
 
 		c->q_head = (c->q_head + 1) % c->q_cap;
 		c->q_len--;
-		report(t, c, p, 0, error, ts);
+		report(t, c, p, 0, error, ts, false);
 	}
 }
 
@@ -267,6 +276,7 @@ static void on_request(struct tl_http_tracker *t, struct conn *c, int side,
 	p->id_header = h->id_header;
 	p->head_cut = cut || h->path_cut || h->id_cut;
 	p->ts_ns = ts;
+	p->peer = c->peer;
 }
 
 static void on_response(struct tl_http_tracker *t, struct conn *c, int side,
@@ -292,7 +302,7 @@ static void on_response(struct tl_http_tracker *t, struct conn *c, int side,
 	p = &c->q[c->q_head];
 	c->q_head = (c->q_head + 1) % c->q_cap;
 	c->q_len--;
-	report(t, c, p, h->status, NULL, ts);
+	report(t, c, p, h->status, NULL, ts, h->conn_close);
 	if (h->status == 101) {
 		c->upgraded = true;
 		fail_pending(t, c, "closed", ts);
@@ -458,15 +468,74 @@ void tl_http_tracker_close(struct tl_http_tracker *t, uint64_t conn, int64_t ts_
 	conn_remove(t, c);
 }
 
+int tl_http_tracker_open(struct tl_http_tracker *t, uint64_t conn, uint64_t cgroup_id, bool accepted,
+			 const struct tl_http_peer *peer, int64_t ts_ns)
+{
+	struct conn *c = conn_find(t, conn);
+
+	if (c)
+		tl_http_tracker_close(t, conn, ts_ns);
+	c = conn_get(t, conn, 0, cgroup_id);
+	if (!c)
+		return -ENOMEM;
+	c->last_ns = ts_ns;
+	c->open_ns = ts_ns;
+	c->dir = accepted ? TL_HTTP_DIR_INBOUND : TL_HTTP_DIR_OUTBOUND;
+	if (peer)
+		c->peer = *peer;
+	t->st.opened++;
+	return 0;
+}
+
+void tl_http_tracker_peer(struct tl_http_tracker *t, uint64_t conn, const struct tl_http_peer *peer)
+{
+	struct conn *c = conn_find(t, conn);
+
+	if (c)
+		c->peer = *peer;
+}
+
+bool tl_http_rec_peer(const struct tl_http_rec *r, struct tl_http_peer *ret)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	if (!(r->flags & TL_HTTP_RF_PEER) ||
+	    (r->family != TL_HTTP_AF_INET && r->family != TL_HTTP_AF_INET6))
+		return false;
+	memset(ret, 0, sizeof(*ret));
+	ret->port = r->peer_port;
+	ret->local_port = r->local_port;
+	if (r->family == TL_HTTP_AF_INET6 && memcmp(r->peer_addr, mapped, sizeof(mapped)) != 0) {
+		ret->family = TL_HTTP_AF_INET6;
+		memcpy(ret->addr, r->peer_addr, 16);
+		return true;
+	}
+	ret->family = TL_HTTP_AF_INET;
+	memcpy(ret->addr, r->family == TL_HTTP_AF_INET6 ? r->peer_addr + 12 : r->peer_addr, 4);
+	return true;
+}
+
 void tl_http_tracker_record(struct tl_http_tracker *t, const struct tl_http_rec *r,
 			    const uint8_t *data)
 {
 	int64_t ts = (int64_t)r->ktime_ns;
+	struct tl_http_peer peer;
 
 	if (r->flags & TL_HTTP_RF_LOST)
 		tl_http_tracker_lost(t, r->sock);
 	switch (r->kind) {
+	case TL_HTTP_REC_OPEN:
+		tl_http_tracker_open(t, r->sock, r->cgroup_id, r->flags & TL_HTTP_RF_ACCEPTED,
+				     tl_http_rec_peer(r, &peer) ? &peer : NULL, ts);
+		break;
 	case TL_HTTP_REC_DATA:
+		/* (before the data: the request it starts takes the peer) */
+		if (tl_http_rec_peer(r, &peer)) {
+			struct conn *c = conn_get(t, r->sock, r->tgid, r->cgroup_id);
+
+			if (c)
+				c->peer = peer;
+		}
 		tl_http_tracker_data(t, r->sock, r->tgid, r->cgroup_id, r->flags & TL_HTTP_RF_READ, data,
 				     r->len, r->total, ts);
 		break;

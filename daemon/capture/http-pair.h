@@ -18,6 +18,15 @@
 
 enum tl_http_direction { TL_HTTP_DIR_UNKNOWN = 0, TL_HTTP_DIR_INBOUND = 1, TL_HTTP_DIR_OUTBOUND = 2 };
 
+/* The remote end of a connection, as the socket says it. An IPv4 peer of
+ * an IPv6 socket (::ffff:a.b.c.d) is kept as IPv4. */
+struct tl_http_peer {
+	uint16_t family;               /* AF_INET, AF_INET6; 0 when not known */
+	uint16_t port;
+	uint16_t local_port;
+	uint8_t addr[16];              /* network order; IPv4 in the first 4 */
+};
+
 struct tl_http_exchange {
 	uint64_t conn;                 /* the caller's connection key */
 	uint32_t tgid;                 /* process that read or wrote the request */
@@ -32,6 +41,15 @@ struct tl_http_exchange {
 	bool head_cut;                 /* the request head was longer than what was copied */
 	int64_t start_ns;              /* the request's read/write, the caller's clock */
 	int64_t end_ns;                /* the response's read/write or the error; = start when none */
+	struct tl_http_peer peer;      /* family 0: not known (no OPEN, no request head seen) */
+	/* When the connection was accepted or connected, the caller's clock;
+	 * 0 when that was before the programs were attached. */
+	int64_t conn_start_ns;
+	bool conn_close;               /* the response carried "Connection: close" */
+	/* The connection's number for the consumer to give (0 until it does);
+	 * points into the tracker's connection, valid during the callback. */
+	uint32_t *conn_no;
+	uint32_t conn_seq;             /* the consumer's own copy of that number */
 };
 
 typedef void (*tl_http_exchange_cb)(void *userdata, const struct tl_http_exchange *x);
@@ -68,9 +86,20 @@ void tl_http_tracker_lost(struct tl_http_tracker *t, uint64_t conn);
 /* The connection closed: pending requests get status 0, error "closed"
  * (or "reset" after a reset); its state is freed. */
 void tl_http_tracker_close(struct tl_http_tracker *t, uint64_t conn, int64_t ts_ns);
+/* The connection was established (accepted: by the listening side) at
+ * ts_ns: its start and its peer. A connection known under the same key is
+ * another one whose end was not seen (a socket address reused): it is
+ * closed first. Returns 0 or -ENOMEM. */
+int tl_http_tracker_open(struct tl_http_tracker *t, uint64_t conn, uint64_t cgroup_id, bool accepted,
+			 const struct tl_http_peer *peer, int64_t ts_ns);
+/* The peer of a connection from a record that carries it. */
+void tl_http_tracker_peer(struct tl_http_tracker *t, uint64_t conn, const struct tl_http_peer *peer);
+struct tl_http_rec;
+/* The peer a ring record carries (TL_HTTP_RF_PEER), IPv4-mapped IPv6 made
+ * IPv4; false when it carries none. */
+bool tl_http_rec_peer(const struct tl_http_rec *rec, struct tl_http_peer *ret);
 /* One record of the kernel's ring (bpf/include/termline-http.h; data: its
  * rec->len bytes), handed to the calls above. */
-struct tl_http_rec;
 void tl_http_tracker_record(struct tl_http_tracker *t, const struct tl_http_rec *rec,
 			    const uint8_t *data);
 /* Connections without data since before ts_ns are closed ("closed"). */
@@ -84,5 +113,6 @@ struct tl_http_tracker_stats {
 	uint64_t pending_overflow;     /* requests dropped at max_pending */
 	uint64_t not_http;             /* connections marked TLS / HTTP/2 */
 	uint64_t lost_requests;        /* pending requests dropped after a loss */
+	uint64_t opened;               /* connections announced by an OPEN record */
 };
 void tl_http_tracker_stats(const struct tl_http_tracker *t, struct tl_http_tracker_stats *ret);

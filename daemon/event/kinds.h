@@ -96,7 +96,10 @@ enum tl_ftype {
  * side); alsoSeenBy: the log record's request was also seen on the
  * proxy's socket ("kernel": start and durationMs are the socket's);
  * preRoll: --http-capture always, a request from before the termination
- * window kept while it was summarized (docs/http-capture.md). */
+ * window kept while it was summarized (docs/http-capture.md); peer,
+ * connStart, conn: the connection it came on (its remote end, when it was
+ * established, its number in the timeline); connClose: the response said
+ * "Connection: close". */
 #define TL_FIELDS_HTTP(F) \
 	F(HTTP_REQUEST_ID, "requestId", ID) \
 	F(HTTP_METHOD, "method", STR) \
@@ -108,7 +111,11 @@ enum tl_ftype {
 	F(HTTP_RESPONSE_FLAGS, "responseFlags", STR) \
 	F(HTTP_ERROR, "error", STR) \
 	F(HTTP_ALSO_SEEN_BY, "alsoSeenBy", STR) \
-	F(HTTP_PRE_ROLL, "preRoll", BOOL)
+	F(HTTP_PRE_ROLL, "preRoll", BOOL) \
+	F(HTTP_PEER, "peer", ENDPOINT) \
+	F(HTTP_CONN_START, "connStart", TIME) \
+	F(HTTP_CONN, "conn", INT) \
+	F(HTTP_CONN_CLOSE, "connClose", BOOL)
 #define TL_FIELDS_AGG(F) \
 	F(AGG_TYPE, "aggregatedType", STR) \
 	F(AGG_INTERVAL_MS, "intervalMs", INT) \
@@ -138,6 +145,14 @@ enum tl_ftype {
 	F(HSUM_COUNT, "count", INT) \
 	F(HSUM_FAILED, "failed", INT) \
 	F(HSUM_DIRECTION, "direction", STR)
+/* Connections accepted by a Pod in its termination window: count from
+ * peer (the first one's port) to the local port, the first at the event's
+ * time and the last at last (docs/http-capture.md). */
+#define TL_FIELDS_ACC(F) \
+	F(ACC_PEER, "peer", ENDPOINT) \
+	F(ACC_PORT, "port", INT) \
+	F(ACC_COUNT, "count", INT) \
+	F(ACC_LAST, "last", TIME)
 #define TL_FIELDS_NONE(F)
 
 /* ---- the kinds: K(ENUM, number, "name", SOURCE, flags, field list) ---- */
@@ -166,7 +181,8 @@ enum tl_ftype {
 	K(DRAIN_WAIT_STARTED, 18, "drain.wait_started", API, 0, DRAIN_START) \
 	K(DRAIN_WAIT_ENDED, 19, "drain.wait_ended", API, 0, DRAIN_END) \
 	K(HTTP_CAPTURE, 20, "http.capture", KERNEL, 0, CAPTURE) \
-	K(HTTP_SUMMARY, 21, "http.summary", KERNEL, TL_KF_HIGH_RATE, HSUM)
+	K(HTTP_SUMMARY, 21, "http.summary", KERNEL, TL_KF_HIGH_RATE, HSUM) \
+	K(TCP_ACCEPTED, 22, "tcp.accepted", KERNEL, TL_KF_HIGH_RATE, ACC)
 
 /* Every kind the agent records. */
 enum tl_kind {
@@ -175,7 +191,7 @@ enum tl_kind {
 	TL_KINDS(TL_KIND_ENUM_)
 #undef TL_KIND_ENUM_
 	/* one past the highest number: a new kind takes it */
-	TL_KIND_MAX = 22,
+	TL_KIND_MAX = 23,
 };
 
 /* The slots of each field list: TL_F_<NAME>, 0 up, and TL_NF_<LIST>. */
@@ -198,6 +214,7 @@ TL_FIELD_LIST_ENUM_(DRAIN_START)
 TL_FIELD_LIST_ENUM_(DRAIN_END)
 TL_FIELD_LIST_ENUM_(CAPTURE)
 TL_FIELD_LIST_ENUM_(HSUM)
+TL_FIELD_LIST_ENUM_(ACC)
 #undef TL_FIELD_LIST_ENUM_
 #undef TL_SLOT_ENUM_
 /* process.signal_delivered's slots are process.signal's first four */

@@ -173,6 +173,12 @@ static void read_request(struct tl_model *m, struct json_object *ev, int64_t t, 
 	dir = tl_json_str(ev, "direction");
 	r->inbound = !dir || strcmp(dir, "outbound") != 0;
 	r->failed = r->status == 0 || r->status >= 500 || flags_failed(r->flags);
+	r->peer = tl_json_str(ev, "peer");
+	if (int_of(ev, "conn", &v) && v > 0)
+		r->conn = v;
+	if (model_time(tl_json_str(ev, "connStart"), &v))
+		r->conn_start_ns = v;
+	r->conn_close = tl_json_bool(ev, "connClose", false);
 	if (r->failed)
 		m->n_failed++;
 }

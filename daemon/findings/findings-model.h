@@ -39,6 +39,12 @@ struct tl_req {
 	bool dup;    /* a failed request whose ID an earlier failed one has
 		      * (the same request on a socket and in the log) */
 	int ctr;     /* index into containers, -1 when unknown */
+	/* The connection (http.request's peer, conn, connStart, connClose):
+	 * peer NULL and the rest 0 in documents without them. */
+	const char *peer;
+	int64_t conn;
+	int64_t conn_start_ns;
+	bool conn_close;
 };
 
 struct tl_ctr {

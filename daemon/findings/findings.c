@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 
 #include "findings.h"
+#include "findings-consumers.h"
 
 const char *const TL_FINDING_RULES[] = {
     "requests_after_listener_closed",
@@ -23,6 +24,8 @@ const char *const TL_FINDING_RULES[] = {
     "exit_order",
     "resets_during_drain",
     "endpoint_removal_lag",
+    "traffic_after_endpoint_removed",
+    "keepalive_across_drain",
     NULL,
 };
 
@@ -344,6 +347,9 @@ static int prestop_reco(const struct tl_model *m, struct fb *b, const struct tl_
 	double x;
 	long v;
 
+	char who[300], slowest[400];
+	int64_t slow_ns = 0;
+
 	if (!cover || (last_fail_ns && last_fail_ns > cover)) {
 		if (last_fail_ns) {
 			cover = last_fail_ns;
@@ -352,6 +358,21 @@ static int prestop_reco(const struct tl_model *m, struct fb *b, const struct tl_
 				   : "the last failed request (the endpoint's removal was not "
 				     "recorded)";
 		}
+	}
+	/* A consumer that kept sending after the removal sets the number
+	 * when it came later still (findings-consumers.c). */
+	r = tl_consumers_slowest(m, &slow_ns, who, sizeof(who));
+	if (r < 0)
+		return r;
+	if (r == 1 && slow_ns > cover) {
+		snprintf(slowest, sizeof(slowest),
+			 "the last request of %s, the slowest consumer (%.3f s after the endpoint's "
+			 "removal)",
+			 who, (double)(slow_ns - m->removed_ns) / 1e9);
+		cover = slow_ns;
+		what = slowest;
+		if (put_str(b->numbers, "slowestConsumer", who) < 0)
+			return -ENOMEM;
 	}
 	if (!cover)
 		return 0;
@@ -1046,6 +1067,7 @@ static int rule_endpoint_lag(const struct tl_model *m, struct json_object *out)
 static const rule_fn RULES[] = {
     rule_listener_closed, rule_sidecar_exit, rule_before_ready, rule_sigterm_ignored,
     rule_sigkill,	  rule_exit_order,   rule_resets,	rule_endpoint_lag,
+    tl_rule_consumers,	  tl_rule_keepalive,
 };
 
 static int rank_of(struct json_object *f)

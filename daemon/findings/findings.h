@@ -42,3 +42,4 @@ int tl_finding_severity_rank(const char *severity);
 
 /* The rule names, in order of evaluation (and of output at equal severity). */
 extern const char *const TL_FINDING_RULES[];
+

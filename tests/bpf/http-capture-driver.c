@@ -8,11 +8,17 @@
  * has them back). Driven by
  * tests/bpf/test-http-capture.py. Needs root.
  *   http-capture-driver [--prefix N] [--ring BYTES] [--variant V] [--drain-ms MS]
- *                       CGROUP_ID...
+ *                       [--opens 1] CGROUP_ID...
+ * Each exchange names its connection: "peer" ("ip:port", null when not
+ * known), "connStart" (boot ns, 0 when the connection predates the
+ * programs), "conn" (a number per connection, from 1) and "connClose".
+ * --opens 1: each connection's OPEN record is printed too, as
+ * {"open":"peer","accepted":bool,"cgroup":N}.
  * --drain-ms: the drain timer's slow period (a long one leaves the
  * programs' wake-ups to drain the ring alone).
  * V: auto (default), sock, rdonly_cast or probe_read (http-bpf.h). Prints
  * "ready VARIANT" once attached. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,18 +45,49 @@ static const char *dir_name(enum tl_http_direction d)
 	return d == TL_HTTP_DIR_INBOUND ? "inbound" : d == TL_HTTP_DIR_OUTBOUND ? "outbound" : "unknown";
 }
 
+static bool print_opens;
+static uint32_t next_conn;
+
+/* "\"ip:port\"" ("[v6]:port") or null */
+static const char *peer_json(const struct tl_http_peer *p, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (!p->family || !inet_ntop(p->family, p->addr, a, sizeof(a)))
+		return "null";
+	snprintf(buf, len, p->family == AF_INET6 ? "\"[%s]:%u\"" : "\"%s:%u\"", a, p->port);
+	return buf;
+}
+
 static void on_exchange(void *ud _unused_, const struct tl_http_exchange *x)
 {
+	char peer[80];
+
+	if (!*x->conn_no)
+		*x->conn_no = ++next_conn;
 	printf("{\"id\":\"%s\",\"method\":\"%s\",\"path\":\"%s\",\"status\":%u,\"direction\":\"%s\","
-	       "\"error\":\"%s\",\"tgid\":%u,\"cgroup\":%llu,\"cut\":%s,\"durationNs\":%lld}\n",
+	       "\"error\":\"%s\",\"tgid\":%u,\"cgroup\":%llu,\"cut\":%s,\"durationNs\":%lld,"
+	       "\"peer\":%s,\"connStart\":%lld,\"conn\":%u,\"connClose\":%s,\"startNs\":%lld}\n",
 	       x->id, x->method, x->path, x->status, dir_name(x->direction), x->error ? x->error : "",
 	       x->tgid, (unsigned long long)x->cgroup_id, x->head_cut ? "true" : "false",
-	       (long long)(x->end_ns - x->start_ns));
+	       (long long)(x->end_ns - x->start_ns), peer_json(&x->peer, peer, sizeof(peer)),
+	       (long long)x->conn_start_ns, *x->conn_no, x->conn_close ? "true" : "false",
+	       (long long)x->start_ns);
 	fflush(stdout);
 }
 
 static void on_rec(void *ud _unused_, const struct tl_http_rec *r, const uint8_t *data)
 {
+	struct tl_http_peer p = { 0 };
+	char peer[80];
+
+	if (print_opens && r->kind == TL_HTTP_REC_OPEN) {
+		tl_http_rec_peer(r, &p);
+		printf("{\"id\":\"\",\"open\":%s,\"accepted\":%s,\"cgroup\":%llu,\"startNs\":%lld}\n",
+		       peer_json(&p, peer, sizeof(peer)), r->flags & TL_HTTP_RF_ACCEPTED ? "true" : "false",
+		       (unsigned long long)r->cgroup_id, (long long)r->ktime_ns);
+		fflush(stdout);
+	}
 	tl_http_tracker_record(tracker, r, data);
 }
 
@@ -96,6 +133,8 @@ int main(int argc, char **argv)
 			bc.variant = argv[i + 1];
 		else if (strcmp(argv[i], "--drain-ms") == 0)
 			bc.drain_ms = (uint32_t)atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--opens") == 0)
+			print_opens = atoi(argv[i + 1]) != 0;
 		else
 			return 2;
 		i += 2;

@@ -165,11 +165,18 @@ END_TEST
 static struct tl_http_exchange got[MAXX];
 static int ngot;
 
+static uint32_t next_conn;
+
 static void on_x(void *ud, const struct tl_http_exchange *x)
 {
 	(void)ud;
 	ck_assert_int_lt(ngot, MAXX);
-	got[ngot++] = *x;
+	/* numbered as the capture does: at the connection's first exchange */
+	if (!*x->conn_no)
+		*x->conn_no = ++next_conn;
+	got[ngot] = *x;
+	got[ngot].conn_seq = *x->conn_no;
+	got[ngot++].conn_no = NULL;
 }
 
 static struct tl_http_tracker *tracker(uint32_t max_conns, uint32_t max_pending)
@@ -356,6 +363,92 @@ START_TEST(test_records)
 }
 END_TEST
 
+/* A record with the peer fields (OPEN, or DATA that starts a request). */
+static void rec_peer(struct tl_http_tracker *t, uint16_t kind, uint16_t flags, uint64_t key,
+		     uint16_t family, const uint8_t *addr, uint16_t port, const char *data, int64_t ts)
+{
+	struct tl_http_rec r = {
+		.kind = kind,
+		.flags = flags | TL_HTTP_RF_PEER,
+		.len = data ? (uint32_t)strlen(data) : 0,
+		.ktime_ns = (uint64_t)ts,
+		.cgroup_id = 77,
+		.sock = key,
+		.tgid = 10,
+		.total = data ? (uint32_t)strlen(data) : 0,
+		.peer_port = port,
+		.local_port = 15006,
+		.family = family,
+	};
+
+	memcpy(r.peer_addr, addr, family == TL_HTTP_AF_INET ? 4 : 16);
+	tl_http_tracker_record(t, &r, (const uint8_t *)data);
+}
+
+START_TEST(test_peers)
+{
+	static const uint8_t v4[4] = { 10, 1, 2, 3 };
+	static const uint8_t v6[16] = { 0xfd, 0, [15] = 1 };
+	static const uint8_t mapped[16] = { [10] = 0xff, [11] = 0xff, 10, 9, 8, 7 };
+	struct tl_http_tracker *t = tracker(0, 0);
+	struct tl_http_tracker_stats st;
+
+	ngot = 0;
+	/* accepted while attached: the OPEN names the peer and the start,
+	 * the requests after it carry neither */
+	rec_peer(t, TL_HTTP_REC_OPEN, TL_HTTP_RF_ACCEPTED, 20, TL_HTTP_AF_INET, v4, 51234, NULL, 100);
+	rec(t, TL_HTTP_REC_DATA, TL_HTTP_RF_READ, 20, 0, REQ("p1"), 110);
+	rec(t, TL_HTTP_REC_DATA, 0, 20, 0, RESP("200 OK"), 120);
+	rec(t, TL_HTTP_REC_DATA, TL_HTTP_RF_READ, 20, 0, REQ("p2"), 130);
+	rec(t, TL_HTTP_REC_DATA, 0, 20, 0,
+	    "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", 140);
+	ck_assert_int_eq(ngot, 2);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_uint_eq(got[i].peer.family, TL_HTTP_AF_INET);
+		ck_assert_mem_eq(got[i].peer.addr, v4, 4);
+		ck_assert_uint_eq(got[i].peer.port, 51234);
+		ck_assert_int_eq(got[i].conn_start_ns, 100);
+		ck_assert_uint_eq(got[i].direction, TL_HTTP_DIR_INBOUND);
+	}
+	ck_assert_uint_eq(got[0].conn_seq, got[1].conn_seq);
+	ck_assert(!got[0].conn_close && got[1].conn_close);
+
+	/* opened before the capture: the request head names the peer (IPv6),
+	 * no start; another connection, another number */
+	rec_peer(t, TL_HTTP_REC_DATA, TL_HTTP_RF_READ, 21, TL_HTTP_AF_INET6, v6, 443, REQ("p3"), 150);
+	rec(t, TL_HTTP_REC_DATA, 0, 21, 0, RESP("503 Service Unavailable"), 160);
+	ck_assert_int_eq(ngot, 3);
+	ck_assert_uint_eq(got[2].peer.family, TL_HTTP_AF_INET6);
+	ck_assert_mem_eq(got[2].peer.addr, v6, 16);
+	ck_assert_int_eq(got[2].conn_start_ns, 0);
+	ck_assert_uint_ne(got[2].conn_seq, got[0].conn_seq);
+
+	/* an IPv4 client of a dual-stack socket is said as IPv4 */
+	rec_peer(t, TL_HTTP_REC_DATA, TL_HTTP_RF_READ, 22, TL_HTTP_AF_INET6, mapped, 9, REQ("p4"), 170);
+	rec(t, TL_HTTP_REC_DATA, 0, 22, 0, RESP("200 OK"), 180);
+	ck_assert_uint_eq(got[3].peer.family, TL_HTTP_AF_INET);
+	ck_assert_mem_eq(got[3].peer.addr, mapped + 12, 4);
+
+	/* an OPEN for a key still held (a socket address reused, its end not
+	 * seen): the old connection's pending request is closed, the new one
+	 * starts clean with its own peer */
+	rec(t, TL_HTTP_REC_DATA, TL_HTTP_RF_READ, 21, 0, REQ("p5"), 190);
+	rec_peer(t, TL_HTTP_REC_OPEN, 0, 21, TL_HTTP_AF_INET, v4, 8080, NULL, 200);
+	ck_assert_int_eq(ngot, 5);
+	expect(4, "p5", 0, "closed", TL_HTTP_DIR_INBOUND);
+	rec(t, TL_HTTP_REC_DATA, 0, 21, 0, REQ("p6"), 210);
+	rec(t, TL_HTTP_REC_DATA, TL_HTTP_RF_READ, 21, 0, RESP("200 OK"), 220);
+	ck_assert_int_eq(ngot, 6);
+	/* connected (not accepted): outbound, its peer the server */
+	expect(5, "p6", 200, NULL, TL_HTTP_DIR_OUTBOUND);
+	ck_assert_uint_eq(got[5].peer.port, 8080);
+	ck_assert_int_eq(got[5].conn_start_ns, 200);
+	tl_http_tracker_stats(t, &st);
+	ck_assert_uint_eq(st.opened, 2);
+	tl_http_tracker_free(t);
+}
+END_TEST
+
 START_TEST(test_head_and_chunked)
 {
 	struct tl_http_tracker *t = tracker(0, 0);
@@ -533,6 +626,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_split_everywhere);
 	tcase_add_test(tc, test_prefix_cut);
 	tcase_add_test(tc, test_lost);
+	tcase_add_test(tc, test_peers);
 	suite_add_tcase(s, tc);
 	return s;
 }

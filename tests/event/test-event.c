@@ -33,12 +33,13 @@ static const char *const samples[] = {
 	"{\"time\":\"2026-11-29T21:14:14.000000013Z\",\"source\":\"kernel\",\"type\":\"tcp.reset_sent\",\"container\":\"app\",\"local\":\"10.1.2.3:8080\",\"remote\":\"10.1.9.9:41234\"}",
 	"{\"time\":\"2026-11-29T21:14:14.000000014Z\",\"source\":\"kernel\",\"type\":\"tcp.reset_received\",\"container\":null,\"local\":\"[fd00::5]:80\",\"remote\":\"[fd00::6]:5555\"}",
 	"{\"time\":\"2026-11-29T21:14:14.000000015Z\",\"source\":\"kernel\",\"type\":\"pod.cgroups_removed\",\"container\":null,\"cgroup\":\"/kubepods.slice/x\"}",
-	"{\"time\":\"2026-11-29T21:14:14.000000016Z\",\"source\":\"log\",\"type\":\"http.request\",\"container\":\"istio-proxy\",\"requestId\":\"r-1\",\"method\":\"GET\",\"path\":\"/healthz?x=1\",\"status\":503,\"start\":\"2026-11-29T21:14:13.900000000Z\",\"durationMs\":100,\"direction\":\"inbound\",\"responseFlags\":\"UC\",\"error\":\"reset\",\"alsoSeenBy\":\"kernel\",\"preRoll\":true}",
+	"{\"time\":\"2026-11-29T21:14:14.000000016Z\",\"source\":\"log\",\"type\":\"http.request\",\"container\":\"istio-proxy\",\"requestId\":\"r-1\",\"method\":\"GET\",\"path\":\"/healthz?x=1\",\"status\":503,\"start\":\"2026-11-29T21:14:13.900000000Z\",\"durationMs\":100,\"direction\":\"inbound\",\"responseFlags\":\"UC\",\"error\":\"reset\",\"alsoSeenBy\":\"kernel\",\"preRoll\":true,\"peer\":\"10.1.2.3:51234\",\"connStart\":\"2026-11-29T21:14:12.000000001Z\",\"conn\":7,\"connClose\":true}",
 	"{\"time\":\"2026-11-29T21:14:14.000000017Z\",\"source\":\"kernel\",\"type\":\"events.aggregated\",\"container\":\"app\",\"aggregatedType\":\"process.exec\",\"intervalMs\":1000,\"count\":7,\"failed\":0}",
 	"{\"time\":\"2026-11-29T21:14:14.000000018Z\",\"source\":\"api\",\"type\":\"drain.wait_started\",\"container\":null,\"quietMs\":1000,\"timeoutMs\":20000}",
 	"{\"time\":\"2026-11-29T21:14:17.000000019Z\",\"source\":\"api\",\"type\":\"drain.wait_ended\",\"container\":null,\"outcome\":\"drained\",\"heldBy\":\"traffic\",\"heldMs\":2999,\"connections\":12,\"requests\":0,\"outOfRotation\":\"2026-11-29T21:14:14.100000000Z\",\"lastTraffic\":\"2026-11-29T21:14:16.000000000Z\"}",
 	"{\"time\":\"2026-11-29T21:14:17.000000020Z\",\"source\":\"kernel\",\"type\":\"http.capture\",\"container\":null,\"state\":\"on\",\"window\":\"termination\"}",
 	"{\"time\":\"2026-11-29T21:14:17.000000021Z\",\"source\":\"kernel\",\"type\":\"http.summary\",\"container\":\"app\",\"intervalMs\":1000,\"count\":250,\"failed\":3,\"direction\":\"inbound\"}",
+	"{\"time\":\"2026-11-29T21:14:17.000000022Z\",\"source\":\"kernel\",\"type\":\"tcp.accepted\",\"container\":\"istio-proxy\",\"peer\":\"[fd00::7]:51234\",\"port\":15006,\"count\":3,\"last\":\"2026-11-29T21:14:17.900000000Z\"}",
 };
 
 static struct json_object *parse(const char *s)

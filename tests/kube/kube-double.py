@@ -28,6 +28,11 @@ ends). A LIST fault may carry "then": a step applied the moment the failing
 answer is sent (a change that lands between two attempts of one LIST).
 WATCH applies the same field and label selectors as LIST.
 
+Nodes ("resource": "nodes") are served by a cluster-wide LIST,
+GET /api/v1/nodes, never watched. The cluster-wide Pod LIST takes field
+selectors on any path, status.podIP among them (kubectl-termline finds a
+peer address's Pod with it).
+
 Namespaced reads, as kubectl-termline makes them: GET
 /api/v1/namespaces/NS/pods[/NAME] (a list filtered by namespace, or one
 object, 404 when absent), /apis/apps/v1/namespaces/NS/{deployments,
@@ -70,6 +75,13 @@ RESOURCES = {
 }
 
 
+# Cluster-wide lists that are never watched (kubectl-termline resolves peer
+# addresses with them: docs/cli.md): LIST only, no faults, field and label
+# selectors applied.
+CLUSTER = {
+    "/api/v1/nodes": ("nodes", "NodeList", "v1"),
+}
+
 # Held and served by namespace, never watched: the double's step clock starts
 # once every RESOURCES path was listed, and nothing lists these.
 APPS = {
@@ -87,7 +99,8 @@ class State:
         self.cv = threading.Condition()
         self.rv = 100
         self.log = []  # (rv, resource, type, object)
-        self.initial = {r: {} for r in [v[0] for v in RESOURCES.values()] + list(APPS)}
+        self.initial = {r: {} for r in [v[0] for v in RESOURCES.values()] + list(APPS) +
+                        [v[0] for v in CLUSTER.values()]}
         self.objs = {r: {} for r in self.initial}
         self.pod_proxy = dict(scenario.get("podProxy", {}))
         self.namespaces = list(scenario.get("namespaces", []))
@@ -267,6 +280,17 @@ class Handler(BaseHTTPRequestHandler):
         m = NAMESPACE.match(url.path)
         if m:
             self.namespace(m.group(1))
+            return
+        if url.path in CLUSTER:
+            res, kind, api = CLUSTER[url.path]
+            rec["resource"] = res
+            with st.cv:
+                objs = [o for o in st.objs[res].values()
+                        if selector_match(o, q.get("fieldSelector"), q.get("labelSelector"))]
+                rv = str(st.rv)
+            objs.sort(key=lambda o: o["metadata"]["name"])
+            self.send_json(200, {"kind": kind, "apiVersion": api, "metadata": {"resourceVersion": rv},
+                                 "items": objs})
             return
         if url.path not in RESOURCES:
             rec["status"] = 404

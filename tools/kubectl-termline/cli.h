@@ -39,6 +39,7 @@ enum {
 	F_ALL = 1u << 16,
 	F_FAILED = 1u << 17,
 	F_SINCE = 1u << 18,
+	F_NO_RESOLVE = 1u << 19,
 };
 
 struct cli;
@@ -86,6 +87,7 @@ struct cli {
 	bool require_graceful;
 	double max_endpoint_lag; /* < 0 = not asserted */
 	long revision;		 /* rollout --revision, 0 = every replaced one */
+	bool no_resolve;	 /* --no-resolve: peers are not asked of the API server */
 	char **args;		 /* positional arguments after the verb */
 	int nargs;
 };
@@ -245,6 +247,15 @@ void verdict_fix_short(const struct verdict *v, char *buf, size_t len);
  * its SIGTERM. 0 when none. */
 #define PRESTOP_SKEW_NS 1000000000LL
 int64_t prestop_of(const struct tl_model *m, struct json_object *events, const char *ctr);
+
+/* ---- peers (peers.c) ---- */
+/* Resolves doc's peer addresses into its "peers" (explain, rollout): not
+ * with --no-resolve, nor with --from and no --kubeconfig. 0 (a resolution
+ * that cannot be made is said once on stderr) or -ENOMEM. */
+int resolve_peers(const struct cli *cli, struct json_object *doc);
+/* rollout: the consumers of each timeline's findings, then their aggregate. */
+void rollout_consumers_add(struct json_object *findings);
+struct json_object *rollout_consumers(void);
 
 /* ---- verbs ---- */
 int cmd_list(struct cli *cli);

@@ -38,6 +38,7 @@ static const struct {
     {F_ALL, "--all", NULL, false},
     {F_FAILED, "--failed", NULL, false},
     {F_SINCE, "--since", NULL, true},
+    {F_NO_RESOLVE, "--no-resolve", NULL, false},
 };
 
 static int flag_of(const char *w)

@@ -199,7 +199,7 @@ int cmd_explain(struct cli *cli)
 		json_object_put(doc);
 		return EXIT_USAGE;
 	}
-	if (doc_findings(doc, &fs) < 0) {
+	if (resolve_peers(cli, doc) < 0 || doc_findings(doc, &fs) < 0) {
 		cli_err(cli, "%s: not a timeline document", cli->args[0]);
 		json_object_put(doc);
 		return EXIT_USAGE;

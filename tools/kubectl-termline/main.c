@@ -134,6 +134,7 @@ enum {
 	O_ALL,
 	O_FAILED,
 	O_SINCE,
+	O_NO_RESOLVE,
 	O_VERSION,
 };
 
@@ -157,6 +158,7 @@ static const struct option OPTS[] = {
     {"all", no_argument, NULL, O_ALL},
     {"failed", no_argument, NULL, O_FAILED},
     {"since", required_argument, NULL, O_SINCE},
+    {"no-resolve", no_argument, NULL, O_NO_RESOLVE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, O_VERSION},
     {0},
@@ -203,6 +205,8 @@ static unsigned bit_of(int c)
 		return F_FAILED;
 	case O_SINCE:
 		return F_SINCE;
+	case O_NO_RESOLVE:
+		return F_NO_RESOLVE;
 	}
 	return 0;
 }
@@ -254,7 +258,10 @@ static int check_flags(struct cli *cli, const struct seen *seen)
 			seen->spelling[b], v->name, v->name);
 		return -EINVAL;
 	}
-	if (cli->from && (cli->given & (F_KUBECONFIG | F_CONTEXT | F_CLUSTER | F_USER))) {
+	/* explain and rollout ask the API server who the peers were: there the
+	 * kubeconfig may name the cluster while --from names the agent */
+	if (cli->from && (cli->given & (F_KUBECONFIG | F_CONTEXT | F_CLUSTER | F_USER)) &&
+	    !(v->flags & F_NO_RESOLVE)) {
 		cli_err(cli,
 			"--from reads %s, not the kubeconfig: drop --kubeconfig, --context, "
 			"--cluster and --user, or --from",
@@ -406,6 +413,9 @@ int main(int argc, char **argv)
 			cli.timeout_ms = (long)(ns / 1000000);
 			if (ns > 0 && cli.timeout_ms == 0)
 				cli.timeout_ms = 1;
+			break;
+		case O_NO_RESOLVE:
+			cli.no_resolve = true;
 			break;
 		case 'n':
 			cli.ns = optarg;

@@ -173,8 +173,9 @@ int cmd_rollout(struct cli *cli)
 			continue;
 		if (!json && doc_escape(d) < 0)
 			goto done;
-		if (doc_findings(d, &fs) < 0)
+		if (resolve_peers(cli, d) < 0 || doc_findings(d, &fs) < 0)
 			continue;
+		rollout_consumers_add(fs);
 		if (tl_model_build(d, &m) == 0) {
 			if (m.deletion_ns)
 				terminated++;
@@ -312,6 +313,7 @@ int cmd_rollout(struct cli *cli)
 		json_object_object_add(out, "byFinding", json_object_get(by_rule));
 		json_object_object_add(out, "worstPods", json_object_get(worst));
 		json_object_object_add(out, "recommendation", json_object_get(best));
+		json_object_object_add(out, "consumers", rollout_consumers());
 		if (print_structured(cli, out) != EXIT_FOUND)
 			goto done;
 	} else {

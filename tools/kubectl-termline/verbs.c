@@ -14,7 +14,7 @@ const struct verb CLI_VERBS[] = {
     {
 	.name = "explain",
 	.fn = cmd_explain,
-	.flags = CONN | F_NS | F_OUTPUT | F_COLOR,
+	.flags = CONN | F_NS | F_OUTPUT | F_COLOR | F_NO_RESOLVE,
 	.outputs = "text|json|yaml",
 	.min_args = 1,
 	.max_args = 1,
@@ -126,7 +126,7 @@ const struct verb CLI_VERBS[] = {
     {
 	.name = "rollout",
 	.fn = cmd_rollout,
-	.flags = CONN | F_NS | F_OUTPUT | F_COLOR | F_REVISION,
+	.flags = CONN | F_NS | F_OUTPUT | F_COLOR | F_REVISION | F_NO_RESOLVE,
 	.outputs = "text|json|yaml",
 	.min_args = 1,
 	.max_args = 1,
@@ -213,6 +213,9 @@ static const struct {
      "assert the endpoint left at most this long "
      "after the app stopped serving"},
     {F_REVISION, "    --revision N", "that revision's ReplicaSet (default: every replaced one)"},
+    {F_NO_RESOLVE, "    --no-resolve",
+     "do not ask the API server who the peers were (with --from, "
+     "peers are named only when --kubeconfig is given too)"},
     {F_COLOR, "    --color auto|always|never",
      "colours (auto: on a terminal, without "
      "NO_COLOR, TERM not dumb)"},
