@@ -63,7 +63,8 @@ void tl_buf_add(struct tl_buf *b, const void *p, size_t n)
 {
 	if (tl_buf_reserve(b, n) < 0)
 		return;
-	memcpy(b->p + b->len, p, n);
+	if (n)		/* p may be NULL with nothing to copy */
+		memcpy(b->p + b->len, p, n);
 	b->len += n;
 	b->p[b->len] = '\0';
 }

@@ -700,9 +700,13 @@ static uint64_t rnd(struct tl_otlp_exporter *x)
 static void retry_or_fail(struct tl_otlp_exporter *x, long status, const char *error)
 {
 	struct batch *b = x->head;
+	char label[LABEL_MAX];
 	struct tl_otlp_report r = {.signal = b->signal, .items = b->items, .status = status,
-				   .error = error, .label = b->label};
+				   .error = error, .label = label};
+
 	uint64_t now = tl_now_mono_ms(), wait;
+
+	memcpy(label, b->label, sizeof(label));	/* pop() frees b before the report */
 
 	b->attempts++;
 	if (x->retry_after_s >= 0) {
@@ -739,7 +743,10 @@ static void req_done(struct tl_curlm_xfer *xf, CURL *easy, CURLcode result)
 								 offsetof(struct tl_otlp_exporter, xfer));
 	struct batch *b = x->head;
 	long status = 0;
-	char msg[256];
+	char msg[256], label[LABEL_MAX];
+
+	/* The report outlives the batch pop() frees: it names a copy. */
+	memcpy(label, b->label, sizeof(label));
 
 	if (curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK)
 		status = 0;
@@ -751,7 +758,7 @@ static void req_done(struct tl_curlm_xfer *xf, CURL *easy, CURLcode result)
 		retry_or_fail(x, 0, msg);
 	} else if (status >= 200 && status <= 299) {
 		struct tl_otlp_report r = {.signal = b->signal, .what = TL_OTLP_SENT,
-					   .items = b->items, .status = status, .label = b->label};
+					   .items = b->items, .status = status, .label = label};
 		int64_t rej = tl_otlp_rejected(x->cfg.protocol, b->signal, x->resp, x->resp_len, msg,
 					       sizeof(msg));
 
@@ -770,7 +777,7 @@ static void req_done(struct tl_curlm_xfer *xf, CURL *easy, CURLcode result)
 		retry_or_fail(x, status, msg);
 	} else {
 		struct tl_otlp_report r = {.signal = b->signal, .what = TL_OTLP_FAILED,
-					   .items = b->items, .status = status, .label = b->label};
+					   .items = b->items, .status = status, .label = label};
 
 		snprintf(msg, sizeof(msg), "%.*s", (int)strcspn(x->resp, "\r\n"), x->resp);
 		r.error = msg;
