@@ -21,8 +21,15 @@ def main():
     os.makedirs(out, exist_ok=True)
     shutil.copyfile(pkg, os.path.join(out, "package.json"))
     shutil.copyfile(lock, os.path.join(out, "package-lock.json"))
+    # Node trusts its own CA list, not the system's: a machine whose
+    # registry is reached through a proxy with a local CA (added to the
+    # system's store by update-ca-certificates) needs the system's bundle.
+    env = dict(os.environ)
+    bundle = "/etc/ssl/certs/ca-certificates.crt"
+    if "NODE_EXTRA_CA_CERTS" not in env and os.path.exists(bundle):
+        env["NODE_EXTRA_CA_CERTS"] = bundle
     r = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
-                       cwd=out)
+                       cwd=out, env=env)
     if r.returncode != 0:
         print(f"npm-ci.py: npm ci in {out} failed ({r.returncode})", file=sys.stderr)
         return 1
