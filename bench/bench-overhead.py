@@ -6,10 +6,14 @@ off (A) and on (B), interleaved A B B A per round. Each run starts its own
 nginx in the cgroup it runs in (so its sockets are that cgroup's, as a
 container's are) and warms it with a 1 s wrk run. Prints figures; asserts
 nothing (bench/README.md, "overhead"). Needs root, nginx and wrk.
+--protocol h2: cleartext HTTP/2 instead, nghttpd (nghttp2-server, one
+thread) under h2load (nghttp2-client), --streams streams at a time on each
+of --connections connections (keep-alive only; h2load reports no
+percentiles: the latency figure is its mean time per request).
 
-  bench-overhead.py --build BUILD [--scenario steady,window]
+  bench-overhead.py --build BUILD [--protocol http1|h2] [--scenario steady,window]
                     [--mode keep-alive,close] [--rounds 2] [--seconds 5]
-                    [--connections 16]
+                    [--connections 16] [--streams 10]
 
 Scenarios (termlined --no-api, its own state dir and loopback listener,
 --cgroup-root a directory of its own below the cgroup2 mount):
@@ -179,6 +183,26 @@ def run_wrk(port, seconds, conns, close_each, gzip):
     return rps, reqs, p99
 
 
+def run_h2load(port, seconds, conns, streams):
+    """h2load -t1 against nghttpd: (req/s, requests, mean ms per request)."""
+    cmd = (["taskset", "-c", "1"] if PIN else []) + [
+        "h2load", "-t1", f"-c{conns}", f"-m{streams}", f"-D{seconds}", "-H",
+        "x-request-id: bench-request-0123456789", f"http://127.0.0.1:{port}/index.html"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    rps = reqs = mean = None
+    for line in r.stdout.splitlines():
+        w = line.split()
+        if line.startswith("finished in"):
+            rps = float(w[3])
+        elif line.startswith("requests:"):
+            reqs = int(line.split(",")[3].split()[0])  # succeeded
+        elif line.startswith("time for request:"):
+            mean = parse_latency(w[5])
+    if rps is None or not reqs or mean is None or r.returncode != 0:
+        die(f"h2load failed ({r.returncode}): {r.stdout[-500:]} {r.stderr[-500:]}")
+    return rps, reqs, mean
+
+
 def stop_proc(proc, timeout):
     """SIGTERM, then SIGKILL after timeout seconds."""
     if proc.poll() is None:
@@ -218,6 +242,27 @@ class Nginx:
         try:
             E.wait_for(lambda: subprocess.run(["wrk", "-t1", "-c1", "-d1s", f"http://127.0.0.1:{port}/index.html"],
                                               capture_output=True).returncode == 0, 20, "nginx answering")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self):
+        stop_proc(self.proc, 10)
+
+
+class Nghttpd:
+    """One nghttpd (cleartext HTTP/2, one thread) started in cgroup leaf,
+    as Nginx above; warmed by a short h2load run."""
+
+    def __init__(self, work, port, leaf):
+        self.proc = subprocess.Popen((["taskset", "-c", "0"] if PIN else []) +
+                                     ["nghttpd", "--no-tls", "-d", os.path.join(work, "www"), str(port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     preexec_fn=lambda: write(os.path.join(leaf, "cgroup.procs"), str(os.getpid())))
+        try:
+            E.wait_for(lambda: subprocess.run(["h2load", "-n", "200", "-c", "1", "-m", "10",
+                                               f"http://127.0.0.1:{port}/index.html"],
+                                              capture_output=True).returncode == 0, 20, "nghttpd answering")
         except BaseException:
             self.stop()
             raise
@@ -282,10 +327,10 @@ def one_run(args, scenario, mode, with_agent, root, work, n, steady_pod, stats=F
             if scenario == "window":
                 agent = Agent(args.build, work, root, n)
                 pod = Pod(root)
-                ng = Nginx(work, args.port, pod.leaf)
+                ng = Server(work, args.port, pod.leaf)
                 E.wait_for(lambda: agent.capture() == "attached", 30, "the HTTP capture attached")
             else:
-                ng = Nginx(work, args.port, steady_pod.leaf)
+                ng = Server(work, args.port, steady_pod.leaf)
                 agent = Agent(args.build, work, root, n)
                 time.sleep(1)
                 if agent.capture() == "attached":
@@ -294,9 +339,12 @@ def one_run(args, scenario, mode, with_agent, root, work, n, steady_pod, stats=F
             kreq0, drop0 = agent.metric("termline_http_kernel_requests_total"), agent.metric("termline_http_ring_dropped")
             a0, b0 = task_ns(agent.proc.pid), bpf_run_ns(agent.proc.pid)
         else:
-            ng = Nginx(work, args.port, steady_pod.leaf)
+            ng = Server(work, args.port, steady_pod.leaf)
         u0 = usage_usec(steady_pod.leaf if pod is None else pod.leaf)
-        rps, reqs, p99 = run_wrk(args.port, args.seconds, args.connections, mode == "close", args.gzip)
+        if args.protocol == "h2":
+            rps, reqs, p99 = run_h2load(args.port, args.seconds, args.connections, args.streams)
+        else:
+            rps, reqs, p99 = run_wrk(args.port, args.seconds, args.connections, mode == "close", args.gzip)
         u1 = usage_usec(steady_pod.leaf if pod is None else pod.leaf)
         out = {"rps": rps, "reqs": reqs, "p99": p99, "nginx_us": (u1 - u0) / reqs}
         if agent:
@@ -326,7 +374,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(SRC, "build"), help="meson build directory (default ./build)")
     ap.add_argument("--scenario", default="steady,window", help="steady, window or both (default both)")
-    ap.add_argument("--mode", default="keep-alive,close", help="keep-alive, close or both (default both)")
+    ap.add_argument("--mode", help="keep-alive, close or both (default both; h2: keep-alive only)")
     ap.add_argument("--rounds", type=int, default=2, help="A B B A rounds (default 2)")
     ap.add_argument("--seconds", type=int, default=5, help="length of each wrk run (default 5)")
     ap.add_argument("--connections", type=int, default=16, help="wrk connections (default 16)")
@@ -337,27 +385,36 @@ def main():
     ap.add_argument("--gzip", type=int, default=0, metavar="LEVEL",
                     help="nginx compresses the page at this gzip level, 1-9 (default 0: off): work per "
                          "request such as a dynamic server's, for the same capture cost")
+    ap.add_argument("--protocol", default="http1", choices=["http1", "h2"],
+                    help="http1: nginx under wrk (default); h2: nghttpd under h2load (cleartext HTTP/2)")
+    ap.add_argument("--streams", type=int, default=10,
+                    help="h2: streams at a time on each connection (h2load -m; default 10)")
     ap.add_argument("--no-pin", action="store_true",
                     help="let the scheduler place nginx and wrk (default: nginx on CPU 0, wrk on CPU 1)")
     args = ap.parse_args()
-    global PIN
+    global PIN, Server
     PIN = not args.no_pin and os.cpu_count() and os.cpu_count() >= 2
     if os.geteuid() != 0:
         print("bench-overhead: needs root (BPF, cgroups)", file=sys.stderr)
         sys.exit(77)
-    for tool in ("nginx", "wrk"):
+    Server = Nghttpd if args.protocol == "h2" else Nginx
+    for tool in (("nghttpd", "h2load") if args.protocol == "h2" else ("nginx", "wrk")):
         if not shutil.which(tool):
             die(f"{tool} not found (tools/dev deps installs it)")
     if not os.access(os.path.join(args.build, "daemon", "termlined"), os.X_OK):
         die(f"{args.build}/daemon/termlined: not built")
     scenarios = [s for s in args.scenario.split(",") if s]
-    modes = [m for m in args.mode.split(",") if m]
+    modes = [m for m in (args.mode or ("keep-alive" if args.protocol == "h2" else "keep-alive,close")).split(",") if m]
     for s in scenarios:
         if s not in ("steady", "window"):
             die(f"--scenario {s}: not steady or window")
     for m in modes:
         if m not in ("keep-alive", "close"):
             die(f"--mode {m}: not keep-alive or close")
+    if args.protocol == "h2" and modes != ["keep-alive"]:
+        die("--protocol h2: --mode keep-alive only (h2load keeps its connections)")
+    if args.protocol == "h2" and (args.gzip or not 1 <= args.streams <= 1000):
+        die("--protocol h2: no --gzip; --streams between 1 and 1000")
     if args.body_bytes < 0 or args.body_bytes > 64 << 20:
         die(f"--body-bytes {args.body_bytes}: not between 0 and 64 MiB")
     if not 0 <= args.gzip <= 9:
@@ -393,13 +450,16 @@ def main():
     write(os.path.join(work, "nginx.conf"), NGINX_CONF.format(d=work, port=args.port, gzip=gzip))
     try:
         n = 0
-        print(f"termlined {args.build}/daemon/termlined; nginx one worker; wrk -t1 -c{args.connections}, "
+        load = (f"nghttpd one thread; h2load -t1 -c{args.connections} -m{args.streams}" if args.protocol == "h2"
+                else f"nginx one worker; wrk -t1 -c{args.connections}")
+        print(f"termlined {args.build}/daemon/termlined; {load}, "
               f"{args.seconds} s runs, {args.rounds} A B B A rounds; a {len(page)}-byte page"
               f"{f', gzip level {args.gzip}' if args.gzip else ''}; load average {os.getloadavg()[0]:.2f}",
               flush=True)
         for scenario in scenarios:
             for mode in modes:
                 runs = {False: [], True: [], "stats": []}
+                lat, srv = ("mean", "nghttpd") if args.protocol == "h2" else ("p99", "nginx")
                 for r in range(args.rounds):
                     for with_agent in (False, True, True, False, "stats"):
                         n += 1
@@ -413,7 +473,7 @@ def main():
                             extra += (f", its programs {x['bpf_us']:.3f} us/req in {x['bpf_runs']:.1f} runs "
                                       f"({x['bpf_by_prog']})")
                         print(f"  {scenario:6s} {mode:10s} round {r} agent {side}: {x['rps']:.0f} req/s, "
-                              f"p99 {x['p99']:.3f} ms, nginx {x['nginx_us']:.2f} us/req{extra}", flush=True)
+                              f"{lat} {x['p99']:.3f} ms, {srv} {x['nginx_us']:.2f} us/req{extra}", flush=True)
                 off, on, st = runs[False], runs[True], runs["stats"]
 
                 def med(side, k):
@@ -439,7 +499,7 @@ def main():
                 cpu, cpu_lo, cpu_hi = paired("nginx_us", False)
                 print(f"{scenario} {mode}: throughput with the agent {100 * tp:.1f} % of without (rounds "
                       f"{100 * tp_lo:.1f}-{100 * tp_hi:.1f} %; medians off {med(off, 'rps'):.0f}, on "
-                      f"{med(on, 'rps'):.0f} req/s); p99 {p99:+.3f} ms (off {med(off, 'p99'):.3f} ms); nginx CPU "
+                      f"{med(on, 'rps'):.0f} req/s); {lat} {p99:+.3f} ms (off {med(off, 'p99'):.3f} ms); {srv} CPU "
                       f"{cpu:+.2f} us/req (rounds {cpu_lo:+.2f}..{cpu_hi:+.2f}; off {med(off, 'nginx_us'):.2f}); "
                       f"agent CPU {med(on, 'agent_us'):.3f} us/req, its BPF programs' run time {med(st, 'bpf_us'):.3f} "
                       f"us/req in {med(st, 'bpf_runs'):.1f} runs (the runs with BPF stats on); captured {sum(x['captured'] for x in on):.0f} "

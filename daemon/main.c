@@ -7,7 +7,6 @@
  * and hands it to the timeline store. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <glob.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 
 #include "bpf-loader.h"
 #include "capture.h"
+#include "access-log.h"
 #include "attribution.h"
 #include "cgroup-map.h"
 #include "clock.h"
@@ -36,6 +36,7 @@
 #include "metrics.h"
 #include "options.h"
 #include "otlp-export.h"
+#include "termination-metrics.h"
 #include "termline-config.h"
 #include "timeline.h"
 #include "macro.h"
@@ -75,21 +76,15 @@ struct agent {
 	} m;
 	struct tl_otlp_exporter *otlp; /* --otlp-endpoint (docs/export.md) */
 	char *otlp_helper;
-	/* Timelines closing, until their document is on disk (OTLP only). */
-	struct otlp_watch {
-		char uid[TL_UID_MAX];
-		uint64_t deadline_ms;
-	} *otlp_watch;
-	size_t n_otlp_watch;
-	struct tl_timer *otlp_watch_timer;
+	struct tl_term_metrics *term_metrics; /* per-workload metrics (docs/export.md) */
 };
 
 /* ---- OTLP export (daemon/export) ---- */
 
-/* Documents of timelines that close are looked for this long. */
-#define OTLP_WATCH_MS 120000
-#define OTLP_WATCH_MAX 4096
-#define OTLP_WATCH_POLL_MS 250
+/* Documents closed before a start and not exported (the agent stopped
+ * with them queued, or the queue was full): at most this many, the
+ * newest, are exported at the start (docs/export.md). */
+#define OTLP_BACKLOG_MAX 256
 
 static void otlp_report(void *ud _unused_, const struct tl_otlp_report *r, const struct tl_otlp_stats *s)
 {
@@ -125,102 +120,67 @@ static void otlp_report(void *ud _unused_, const struct tl_otlp_report *r, const
 }
 
 /* A closed timeline's document is at path: export it. */
-static void otlp_document_closed(struct agent *a, const char *path)
+static void otlp_document_closed(struct agent *a, const char *uid, const char *path)
 {
-	if (a->otlp && tl_otlp_exporter_add(a->otlp, path, NULL, 0) < 0)
+	if (a->otlp && tl_otlp_exporter_add_doc(a->otlp, path, uid) < 0)
 		tl_warn("OTLP: %s: not exported: out of memory", path);
 }
 
-/* Until the store reports each document it wrote, the documents of the
- * timelines that started to close are looked for on disk. */
-static bool otlp_find_document(struct agent *a, const char *uid)
-{
-	char pat[PATH_MAX];
-	glob_t g;
-	bool found = false;
-
-	if (snprintf(pat, sizeof(pat), "%s/timelines/*/*_%s.json", a->opts.state_dir, uid) >=
-	    (int)sizeof(pat))
-		return true; /* never to be found: stop looking */
-	if (glob(pat, 0, NULL, &g) == 0 && g.gl_pathc > 0) {
-		otlp_document_closed(a, g.gl_pathv[0]);
-		found = true;
-	}
-	globfree(&g);
-	if (!found && snprintf(pat, sizeof(pat), "%s/timelines/_unknown/%s.json", a->opts.state_dir,
-			       uid) < (int)sizeof(pat) &&
-	    access(pat, F_OK) == 0) {
-		otlp_document_closed(a, pat);
-		found = true;
-	}
-	return found;
-}
-
-static void otlp_watch_cb(struct tl_loop *loop _unused_, struct tl_timer *t, void *ud)
+/* What became of a document: sent (or never sendable) is marked so beside
+ * it; one not sent waits for the next start. */
+static void otlp_document_done(void *ud, const char *uid, enum tl_otlp_doc_outcome o)
 {
 	struct agent *a = ud;
-	uint64_t now = tl_now_mono_ms();
-	size_t k = 0;
 
-	for (size_t i = 0; i < a->n_otlp_watch; i++) {
-		struct otlp_watch *w = &a->otlp_watch[i];
-
-		if (otlp_find_document(a, w->uid))
-			continue;
-		if (now > w->deadline_ms) {
-			tl_warn("OTLP: timeline %s: no document after %d s: not exported", w->uid,
-				OTLP_WATCH_MS / 1000);
-			continue;
-		}
-		a->otlp_watch[k++] = *w;
-	}
-	a->n_otlp_watch = k;
-	if (!k)
-		tl_timer_disarm(t);
+	if (a->timelines && (o == TL_OTLP_DOC_SENT || o == TL_OTLP_DOC_BAD))
+		tl_timelines_exported(a->timelines, uid);
 }
 
-static void otlp_watch_add(struct agent *a, const char *uid)
+static int otlp_backlog_one(void *ud, const struct tl_closed_info *info)
 {
-	struct otlp_watch *w;
+	otlp_document_closed(ud, info->uid, info->path);
+	return 0;
+}
 
-	for (size_t i = 0; i < a->n_otlp_watch; i++)
-		if (strcmp(a->otlp_watch[i].uid, uid) == 0)
-			return;
-	if (a->n_otlp_watch >= OTLP_WATCH_MAX) {
-		tl_warn("OTLP: timeline %s: not exported: %d timelines closing at once", uid,
-			OTLP_WATCH_MAX);
-		return;
-	}
-	if (!a->otlp_watch) {
-		a->otlp_watch = calloc(OTLP_WATCH_MAX, sizeof(*a->otlp_watch));
-		if (!a->otlp_watch)
-			return;
-	}
-	w = &a->otlp_watch[a->n_otlp_watch++];
-	snprintf(w->uid, sizeof(w->uid), "%s", uid);
-	w->deadline_ms = tl_now_mono_ms() + OTLP_WATCH_MS;
-	tl_timer_arm(a->otlp_watch_timer, OTLP_WATCH_POLL_MS, OTLP_WATCH_POLL_MS);
+/* A start step: the documents that still wait for the export. */
+static int start_otlp_backlog(struct agent *a)
+{
+	int n;
+
+	if (!a->otlp || !a->timelines)
+		return 0;
+	n = tl_timelines_unexported(a->timelines, OTLP_BACKLOG_MAX, otlp_backlog_one, a);
+	if (n < 0)
+		tl_warn("OTLP: documents not exported before this start: %s", strerror(-n));
+	else if (n > 0)
+		tl_info("OTLP: exporting %d document%s closed before this start and not exported%s", n,
+			n == 1 ? "" : "s",
+			n == OTLP_BACKLOG_MAX ? " (the newest; termline-otlp send for older ones)" : "");
+	return 0;
 }
 
 /* A start step (below): 0, or exit status 1. */
 static int start_otlp(struct agent *a)
 {
 	const struct tl_otlp_config *c = &a->opts.otlp;
-	struct tl_otlp_exporter_opts xo = { .report = otlp_report, .ud = a };
+	struct tl_otlp_exporter_opts xo = {
+		.report = otlp_report,
+		.document_done = otlp_document_done,
+		.ud = a,
+	};
 	struct tl_otlp_stats zero = { 0 };
 	int r;
 
+	/* listed without the export too: the dashboard's panels read 0 */
+	tl_otlp_metrics_publish(&zero);
 	if (!c->enabled)
 		return 0;
-	tl_otlp_metrics_publish(&zero);
 	/* documents are encoded by termline-otlp, off the loop */
 	a->otlp_helper = tl_otlp_helper_find();
 	if (!a->otlp_helper)
 		tl_warn("OTLP: termline-otlp not found next to termlined: documents are encoded on the loop");
 	xo.helper = a->otlp_helper;
 	r = tl_otlp_exporter_new(a->loop, c, &xo, &a->otlp);
-	if (r == 0)
-		r = tl_loop_add_timer(a->loop, 0, 0, otlp_watch_cb, a, &a->otlp_watch_timer);
 	if (r < 0) {
 		tl_error("OTLP export: %s", strerror(-r));
 		return 1;
@@ -309,8 +269,24 @@ static void timeline_closing(void *ud, const char *uid)
 	struct agent *a = ud;
 
 	tl_capture_flush_pod(a->capture, uid);
-	if (a->otlp)
-		otlp_watch_add(a, uid);
+}
+
+/* A timeline's document is on disk (the store's closed hook): what
+ * follows a closed timeline. */
+static void timeline_closed(void *ud, const struct tl_closed_info *info)
+{
+	struct agent *a = ud;
+	struct tl_termination term = {
+		.ns = info->ns,
+		.owner_kind = info->owner_kind,
+		.owner_name = info->owner_name,
+		.deletion_ns = info->deletion_ns,
+		.complete = info->complete,
+		.summary = info->summary,
+	};
+
+	tl_term_metrics_closed(a->term_metrics, &term);
+	otlp_document_closed(a, info->uid, info->path);
 }
 
 static void sink_emit(void *userdata, struct tl_event *ev)
@@ -320,6 +296,12 @@ static void sink_emit(void *userdata, struct tl_event *ev)
 	attribute(a, ev);
 	tl_capture_observe(a->capture, ev);
 	count_event(a, ev);
+	if (ev->kind == TL_KIND_DRAIN_WAIT_ENDED) {
+		int64_t held_ms;
+
+		if (tl_event_get_i(ev, TL_F_DRAIN_HELD_MS, &held_ms))
+			tl_term_metrics_drain_wait(a->term_metrics, held_ms);
+	}
 	if (!ev->pod_uid[0])
 		tl_metric_inc(a->m.unattributed, 1);
 	if (a->emit_out) {
@@ -616,6 +598,8 @@ static int setup_signals(struct agent *a)
 
 static int start_metrics(struct agent *a)
 {
+	int r;
+
 	/* listed from the start; its series come with the first events */
 	tl_metric_describe("termline_events_total", TL_METRIC_COUNTER,
 			   "Events recorded, by type and source.");
@@ -628,6 +612,11 @@ static int start_metrics(struct agent *a)
 	a->m.conn_poll_errors = tl_metric_new("termline_drain_conn_poll_errors_total", NULL,
 					      TL_METRIC_COUNTER,
 					      "Failed reads of the kernel's connection counters (drained gate).");
+	r = tl_term_metrics_new(a->opts.metrics_max_workloads, &a->term_metrics);
+	if (r < 0) {
+		tl_error("metrics: %s", strerror(-r));
+		return 1;
+	}
 	return 0;
 }
 
@@ -782,6 +771,9 @@ static int start_timelines(struct agent *a)
 		},
 		.before_close = timeline_closing,
 		.before_close_ud = a,
+		.closed = timeline_closed,
+		.closed_ud = a,
+		.export_marks = a->otlp != NULL,
 	};
 	int r = tl_timelines_new(&tc, a->loop, &a->timelines);
 
@@ -884,8 +876,8 @@ static int start_timers(struct agent *a)
 
 static int (*const start_steps[])(struct agent *a) = {
 	start_metrics, start_clock,  start_loop,    start_emit_events, start_api,  start_bpf,
-	start_cgroups, start_otlp,    start_timelines,   start_capture, start_drain, start_http,
-	start_timers,
+	start_cgroups, start_otlp,    start_timelines,   start_otlp_backlog, start_capture,
+	start_drain,   start_http,    start_timers,
 };
 
 static int agent_start(struct agent *a)
@@ -968,10 +960,10 @@ static void agent_stop(struct agent *a)
 	if (a->timelines)
 		tl_timelines_flush(a->timelines);
 	tl_timelines_free(a->timelines);
+	a->timelines = NULL; /* the exporter's last reports find no store */
 	tl_otlp_exporter_free(a->otlp);
-	tl_timer_free(a->otlp_watch_timer);
-	free(a->otlp_watch);
 	free(a->otlp_helper);
+	tl_term_metrics_free(a->term_metrics);
 	tl_kube_free(a->kube);
 	tl_cgroup_map_free(a->cgroups);
 	tl_attr_free(a->attr);
@@ -1007,6 +999,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	tl_log_set_level(a.opts.log_level);
+	/* The access-log formats are compiled once, before anything runs. */
+	r = tl_access_configure((const char *const *)a.opts.access_log_formats,
+				a.opts.n_access_log_formats, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "termlined: --access-log-format: %s\n",
+			r == -EINVAL ? err : strerror(-r));
+		tl_options_free(&a.opts);
+		return 2;
+	}
 	r = agent_start(&a);
 	if (r == 0) {
 		int c = drop_capabilities();

@@ -2,7 +2,8 @@
 #pragma once
 /* Wire records of http.bpf.c: what a tracked process read from or wrote to
  * a TCP socket when it starts (or continues the head of) an HTTP/1.x
- * message, plus the connection's end. Only __u8..__u64 and fixed arrays;
+ * message, the HTTP/2 frames of a connection (headers and the payloads the
+ * agent reads, never DATA), plus the connection's end. Only __u8..__u64 and fixed arrays;
  * explicit padding, zeroed; sizes asserted in user space. A record is
  * struct tl_http_rec followed by len bytes of data (the ring holds the
  * header and the copied prefix only, never the whole buffer). */
@@ -32,7 +33,12 @@ enum tl_http_rec_kind {
 	 * or connected; the peer fields are set. Its time is the
 	 * connection's start. */
 	TL_HTTP_REC_OPEN = 5,
-	TL_HTTP_REC_KIND_MAX = 6,
+	/* HTTP/2 frames of one read or write (or of a part of it: a call whose
+	 * frames do not fit in one record takes several, in order): data is a
+	 * sequence of segments, each a struct tl_h2_seg and its copied bytes
+	 * (docs/http-capture.md, "HTTP/2"). total: the bytes the call moved. */
+	TL_HTTP_REC_H2 = 6,
+	TL_HTTP_REC_KIND_MAX = 7,
 };
 
 /* tl_http_rec.flags */
@@ -41,6 +47,13 @@ enum tl_http_rec_kind {
 #define TL_HTTP_RF_LOST 0x4     /* records of this connection were lost (ring full) before this one */
 #define TL_HTTP_RF_PEER 0x8     /* the peer fields are set (OPEN, and DATA that starts a request) */
 #define TL_HTTP_RF_ACCEPTED 0x10 /* OPEN: the handshake completed on the listening side */
+/* H2: after this record the program stopped following this direction's
+ * frames (too many in one call, a buffer it could not read): what user
+ * space holds of the direction is lost; it is followed again from a call
+ * that starts at a frame the program can check. With TL_HTTP_RF_LOST on an
+ * H2 record: bytes of this direction before it were not delivered (a
+ * record lost to a full ring, or bytes the program did not see). */
+#define TL_HTTP_RF_H2_OFF 0x20
 
 #define TL_HTTP_AF_INET 2
 #define TL_HTTP_AF_INET6 10
@@ -71,13 +84,52 @@ struct tl_http_rec {
 
 /* Per-connection state the program keeps: the sys_exit variants' for every
  * connection they follow (http_conns), the sock variant's only while it
- * holds a mark, cont or lost (http_sk_conns, docs/http-capture.md). */
+ * holds a mark, cont or lost, or follows HTTP/2 (http_sk_conns,
+ * docs/http-capture.md). */
 #define TL_HTTP_CONN_HTTP 1     /* an HTTP/1.x message was seen */
-#define TL_HTTP_CONN_NOT_HTTP 2 /* TLS or HTTP/2: never copy again */
+#define TL_HTTP_CONN_NOT_HTTP 2 /* TLS: never copy again */
+#define TL_HTTP_CONN_H2 3       /* HTTP/2: its frames are followed (h2[]) */
+
+/* An HTTP/2 record's data: segments of the direction's byte stream, in
+ * order. Each says: copy bytes of the stream follow this header, then skip
+ * bytes of it were not copied (the rest of a frame's payload the agent
+ * does not read: DATA, PING, WINDOW_UPDATE, or past what is kept of a
+ * header block). Skipped bytes are always inside one frame's payload. */
+struct tl_h2_seg {
+	__u32 skip;
+	__u16 copy;
+	__u8 flags;           /* TL_H2_SEG_* */
+	__u8 pad;
+};
+/* The copied bytes start at a frame header where the program began (or
+ * began again) to follow the direction's frames: user space takes it as a
+ * frame start. */
+#define TL_H2_SEG_SYNC 0x1
+
+/* One direction of an HTTP/2 connection as the program follows it: where
+ * the next frame header is in the byte stream, what of the current frame is
+ * still to copy, and the TCP sequence number after the last byte it saw (a
+ * call that does not start there means bytes went by unseen). */
+struct tl_h2_side {
+	__u32 left;           /* payload bytes of the current frame still to come */
+	__u32 seq;            /* copied_seq (reads) or write_seq (writes) after the last call */
+	__u32 skip;           /* skipped bytes of the current frame not yet said in a record */
+	__u16 copy;           /* of left, the first ones to copy */
+	__u8 hn;              /* bytes of the next frame header seen (the last call ended inside it) */
+	__u8 flags;           /* TL_H2S_* */
+	__u8 hbuf[8];         /* those bytes */
+};
+/* The client preface, followed as a payload of its own ahead of the frames. */
+#define TL_HTTP_H2_PREFACE_LEN 24
+#define TL_H2S_ON 0x1         /* following: left, copy, hn and seq are right */
+#define TL_H2S_LOST 0x2       /* bytes of the direction were not delivered: the next record says so */
+#define TL_H2S_SYNC 0x4       /* the next frame header starts a TL_H2_SEG_SYNC segment */
+#define TL_H2S_SEEN 0x8       /* a call of this direction was seen (the preface is only first) */
 
 struct tl_http_conn {
 	__u8 state;
 	__u8 cont[2];         /* [read, write]: a head on that side continues */
 	__u8 lost;            /* a record of this connection did not fit in the ring */
 	__u8 pad[4];
+	struct tl_h2_side h2[2]; /* [read, write], TL_HTTP_CONN_H2 only */
 };

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "capture.h"
 #include "clock.h"
+#include "h2-frame.h"
 #include "http-bpf.h"
 #include "log.h"
 #include "macro.h"
@@ -151,6 +154,84 @@ static int set_common(struct tl_event *ev, const char *id, const char *method, c
 	return r;
 }
 
+/* An access log's %PROTOCOL% in the names http.request uses ("HTTP/1.1"
+ * -> "http/1.1", "HTTP/2" -> "h2", "HTTP/3" -> "h3"); NULL for what is
+ * none of them ("-": a TCP record, or no protocol). */
+static const char *log_protocol(const char *p)
+{
+	if (strcasecmp(p, "HTTP/1.1") == 0)
+		return "http/1.1";
+	if (strcasecmp(p, "HTTP/1.0") == 0)
+		return "http/1.0";
+	if (strcasecmp(p, "HTTP/2") == 0 || strcasecmp(p, "HTTP/2.0") == 0)
+		return "h2";
+	if (strcasecmp(p, "HTTP/3") == 0)
+		return "h3";
+	return NULL;
+}
+
+/* "ADDR:PORT" or "[ADDR]:PORT" (what a log's %DOWNSTREAM_REMOTE_ADDRESS%
+ * holds) into family, address and port; false for anything else (an
+ * address without a port is not an endpoint). */
+static bool parse_endpoint(const char *s, uint16_t *family, uint8_t addr[16], uint16_t *port)
+{
+	char buf[64];
+	const char *colon, *a = s;
+	size_t n;
+	unsigned long v;
+	char *end;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':')
+			return false;
+		a = s + 1;
+		n = (size_t)(close - a);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || memchr(s, ':', (size_t)(colon - s)))
+			return false;
+		n = (size_t)(colon - s);
+	}
+	if (n == 0 || n >= sizeof(buf) || !colon[1])
+		return false;
+	memcpy(buf, a, n);
+	buf[n] = '\0';
+	errno = 0;
+	v = strtoul(colon + 1, &end, 10);
+	if (errno || *end || v > 65535)
+		return false;
+	memset(addr, 0, 16);
+	if (inet_pton(AF_INET, buf, addr) == 1)
+		*family = AF_INET;
+	else if (inet_pton(AF_INET6, buf, addr) == 1)
+		*family = AF_INET6;
+	else
+		return false;
+	*port = (uint16_t)v;
+	return true;
+}
+
+/* The peer, protocol and gRPC status a log record carries (each only when
+ * its format has it). */
+static int set_log_extras(struct tl_event *ev, const struct tl_access_record *rec)
+{
+	const char *proto = log_protocol(rec->protocol);
+	uint8_t addr[16];
+	uint16_t family, port;
+	int r = 0;
+
+	if (rec->peer[0] && parse_endpoint(rec->peer, &family, addr, &port))
+		r = tl_event_set_addr(ev, TL_F_HTTP_PEER, family, addr, port);
+	if (r == 0 && proto)
+		r = set_str(ev, TL_F_HTTP_PROTOCOL, proto);
+	if (r == 0 && rec->grpc_status >= 0)
+		r = tl_event_set_i(ev, TL_F_HTTP_GRPC_STATUS, rec->grpc_status);
+	return r;
+}
+
 int tl_capture_log_event(const struct tl_pod_log_source *src, const struct tl_access_record *rec,
 			 int64_t cri_ns, struct tl_event *ev)
 {
@@ -170,6 +251,7 @@ int tl_capture_log_event(const struct tl_pod_log_source *src, const struct tl_ac
 		       rec->duration_ms, dir);
 	/* The contract writes Envoy's "-" for no flags. */
 	r = r ?: set_str(ev, TL_F_HTTP_RESPONSE_FLAGS, rec->flags[0] ? rec->flags : "-");
+	r = r ?: set_log_extras(ev, rec);
 	if (r < 0)
 		tl_event_clear(ev);
 	return r;
@@ -192,6 +274,26 @@ static int set_conn(struct tl_event *ev, const struct tl_http_exchange *x)
 	return r;
 }
 
+/* The protocol, and an HTTP/2 stream's own fields. */
+static int set_h2(struct tl_event *ev, const struct tl_http_exchange *x)
+{
+	int r;
+
+	if (x->protocol != TL_HTTP_PROTO_H2)
+		return set_str(ev, TL_F_HTTP_PROTOCOL, "http/1.1");
+	r = set_str(ev, TL_F_HTTP_PROTOCOL, "h2");
+	r = r ?: tl_event_set_i(ev, TL_F_HTTP_STREAM_ID, x->stream_id);
+	if (r == 0 && x->grpc_status >= 0)
+		r = tl_event_set_i(ev, TL_F_HTTP_GRPC_STATUS, x->grpc_status);
+	if (r == 0 && x->grpc_message[0])
+		r = set_str(ev, TL_F_HTTP_GRPC_MESSAGE, x->grpc_message);
+	if (r == 0 && x->response_unknown)
+		r = tl_event_set_i(ev, TL_F_HTTP_RESPONSE_UNKNOWN, 1);
+	if (r == 0 && x->after_goaway)
+		r = tl_event_set_i(ev, TL_F_HTTP_AFTER_GOAWAY, 1);
+	return r;
+}
+
 int tl_capture_kernel_event(const struct tl_http_exchange *x, int64_t start_ns, int64_t end_ns,
 			    struct tl_event *ev)
 {
@@ -208,6 +310,8 @@ int tl_capture_kernel_event(const struct tl_http_exchange *x, int64_t start_ns, 
 		r = set_str(ev, TL_F_HTTP_ERROR, x->error);
 	if (r == 0)
 		r = set_conn(ev, x);
+	if (r == 0)
+		r = set_h2(ev, x);
 	if (r < 0)
 		tl_event_clear(ev);
 	return r;
@@ -357,7 +461,12 @@ static void on_log_record(void *ud, const struct tl_pod_log_source *src, int64_t
 	struct tl_event ev;
 
 	/* A cut record lost its tail: its last fields cannot be trusted. */
-	if (cut || tl_access_parse(text, len, &rec) < 0) {
+	if (cut) {
+		tl_access_count_unparsed(TL_ACCESS_UNPARSED_CUT);
+		c->log_not_access++;
+		return;
+	}
+	if (tl_access_parse(text, len, &rec) < 0) {
 		c->log_not_access++;
 		return;
 	}
@@ -430,6 +539,14 @@ static bool summarize(struct tl_capture *c, const struct tl_http_exchange *x, in
 static bool in_window(struct tl_capture *c, const char *uid);
 static struct window *find_window(struct tl_capture *c, const char *uid);
 
+/* A connection's number (http.request's conn), given at its first event. */
+static uint32_t conn_number(struct tl_capture *c, uint32_t *no)
+{
+	if (!*no)
+		*no = ++c->next_conn ? c->next_conn : ++c->next_conn;
+	return *no;
+}
+
 static void on_exchange(void *ud, const struct tl_http_exchange *xr)
 {
 	struct tl_capture *c = ud;
@@ -442,11 +559,8 @@ static void on_exchange(void *ud, const struct tl_http_exchange *xr)
 
 	/* The connection's number, given at its first exchange; the copy
 	 * keeps it (held and pre-roll exchanges outlive the connection). */
-	if (xr->conn_no) {
-		if (!*xr->conn_no)
-			*xr->conn_no = ++c->next_conn ? c->next_conn : ++c->next_conn;
-		xc.conn_seq = *xr->conn_no;
-	}
+	if (xr->conn_no)
+		xc.conn_seq = conn_number(c, xr->conn_no);
 	xc.conn_no = NULL;
 	/* (the copy's times are UTC, as tl_capture_kernel_event takes them) */
 	if (xc.conn_start_ns)
@@ -488,6 +602,142 @@ static void on_exchange(void *ud, const struct tl_http_exchange *xr)
 	h->start_ns = start;
 	h->end_ns = end;
 	h->held_at = tl_now_boot_ns();
+}
+
+/* ---- HTTP/2 connections: GOAWAY, RST_STREAM, their ends ---- */
+
+/* RFC 9113 section 7's name of an error code, "UNKNOWN" past them. */
+static const char *h2_error_name(uint32_t code)
+{
+	const char *n = tl_h2_error_name(code);
+
+	return n ? n : "UNKNOWN";
+}
+
+static int set_h2_conn(struct tl_event *ev, const struct tl_http_h2_event *e, unsigned peer_slot,
+		       unsigned conn_slot, uint32_t conn)
+{
+	int r = 0;
+
+	if (e->peer.family)
+		r = tl_event_set_addr(ev, peer_slot, e->peer.family, e->peer.addr, e->peer.port);
+	return r ?: tl_event_set_i(ev, conn_slot, conn);
+}
+
+static int h2_goaway_event(const struct tl_http_h2_event *e, uint32_t conn, int64_t off,
+			   struct tl_event *ev)
+{
+	char debug[TL_H2_DEBUG_KEEP + 1];
+	size_t n = e->debug_len < TL_H2_DEBUG_KEEP ? e->debug_len : TL_H2_DEBUG_KEEP;
+	int r;
+
+	/* the peer's bytes, printable ASCII only */
+	for (size_t i = 0; i < n; i++)
+		debug[i] = e->debug[i] >= 0x20 && e->debug[i] < 0x7f ? (char)e->debug[i] : '?';
+	debug[n] = '\0';
+	r = set_str(ev, TL_F_GOAWAY_DIRECTION, e->sent ? "sent" : "received");
+	r = r ?: tl_event_set_i(ev, TL_F_GOAWAY_LAST_STREAM_ID, e->last_stream_id);
+	r = r ?: tl_event_set_i(ev, TL_F_GOAWAY_ERROR_CODE, e->error_code);
+	r = r ?: set_str(ev, TL_F_GOAWAY_ERROR_NAME, h2_error_name(e->error_code));
+	r = r ?: set_h2_conn(ev, e, TL_F_GOAWAY_PEER, TL_F_GOAWAY_CONN, conn);
+	if (r == 0 && e->conn_start_ns)
+		r = tl_event_set_i(ev, TL_F_GOAWAY_CONN_START, e->conn_start_ns + off);
+	if (r == 0 && n)
+		r = set_str(ev, TL_F_GOAWAY_DEBUG, debug);
+	if (r == 0 && e->payload_lost)
+		r = tl_event_set_i(ev, TL_F_GOAWAY_PAYLOAD_LOST, 1);
+	if (r == 0 && e->direction != TL_HTTP_DIR_UNKNOWN)
+		r = set_str(ev, TL_F_GOAWAY_CONN_DIRECTION, direction_name(e->direction));
+	return r;
+}
+
+static int h2_rst_event(const struct tl_http_h2_event *e, uint32_t conn, struct tl_event *ev)
+{
+	int r;
+
+	r = set_str(ev, TL_F_RST_DIRECTION, e->sent ? "sent" : "received");
+	r = r ?: tl_event_set_i(ev, TL_F_RST_STREAM_ID, e->stream_id);
+	r = r ?: tl_event_set_i(ev, TL_F_RST_ERROR_CODE, e->error_code);
+	r = r ?: set_str(ev, TL_F_RST_ERROR_NAME, h2_error_name(e->error_code));
+	r = r ?: set_h2_conn(ev, e, TL_F_RST_PEER, TL_F_RST_CONN, conn);
+	if (r == 0 && e->request_id[0])
+		r = set_str(ev, TL_F_RST_REQUEST_ID, e->request_id);
+	if (r == 0 && e->path[0])
+		r = set_str(ev, TL_F_RST_PATH, e->path);
+	if (r == 0 && e->payload_lost)
+		r = tl_event_set_i(ev, TL_F_RST_PAYLOAD_LOST, 1);
+	if (r == 0 && e->direction != TL_HTTP_DIR_UNKNOWN)
+		r = set_str(ev, TL_F_RST_CONN_DIRECTION, direction_name(e->direction));
+	return r;
+}
+
+static int h2_end_event(const struct tl_http_h2_event *e, uint32_t conn, int64_t off,
+			struct tl_event *ev)
+{
+	int r = 0;
+
+	if (e->direction != TL_HTTP_DIR_UNKNOWN)
+		r = set_str(ev, TL_F_H2C_DIRECTION, direction_name(e->direction));
+	r = r ?: set_h2_conn(ev, e, TL_F_H2C_PEER, TL_F_H2C_CONN, conn);
+	if (r == 0 && e->conn_start_ns)
+		r = tl_event_set_i(ev, TL_F_H2C_CONN_START, e->conn_start_ns + off);
+	if (r == 0 && e->peer.family)
+		r = tl_event_set_i(ev, TL_F_H2C_LOCAL_PORT, e->peer.local_port);
+	r = r ?: set_str(ev, TL_F_H2C_END, e->end);
+	r = r ?: tl_event_set_i(ev, TL_F_H2C_DECODED, e->decoded);
+	r = r ?: tl_event_set_i(ev, TL_F_H2C_STREAMS, (int64_t)e->streams);
+	r = r ?: tl_event_set_i(ev, TL_F_H2C_STREAMS_UNKNOWN, (int64_t)e->streams_unknown);
+	r = r ?: tl_event_set_i(ev, TL_F_H2C_STREAMS_OPEN, (int64_t)e->streams_open);
+	r = r ?: tl_event_set_i(ev, TL_F_H2C_GOAWAYS_SENT, (int64_t)e->goaways_sent);
+	r = r ?: tl_event_set_i(ev, TL_F_H2C_GOAWAYS_RECEIVED, (int64_t)e->goaways_received);
+	r = r ?: tl_event_set_i(ev, TL_F_H2C_RSTS_SENT, (int64_t)e->rsts_sent);
+	r = r ?: tl_event_set_i(ev, TL_F_H2C_RSTS_RECEIVED, (int64_t)e->rsts_received);
+	r = r ?: tl_event_set_i(ev, TL_F_H2C_STREAMS_AFTER_GOAWAY, (int64_t)e->streams_after_goaway);
+	return r;
+}
+
+/* A GOAWAY, RST_STREAM or connection end of a followed HTTP/2 connection:
+ * an event of the Pod's, inside its windows (in always mode outside them
+ * its streams are counted in summaries and these are not kept). */
+static void on_h2(void *ud, const struct tl_http_h2_event *e)
+{
+	static const enum tl_kind kinds[] = {
+		[TL_HTTP_H2_GOAWAY] = TL_KIND_HTTP2_GOAWAY,
+		[TL_HTTP_H2_RST_STREAM] = TL_KIND_HTTP2_RST_STREAM,
+		[TL_HTTP_H2_END] = TL_KIND_HTTP2_CONNECTION,
+	};
+	struct tl_capture *c = ud;
+	const char *uid = cgroup_pod(c, e->cgroup_id);
+	int64_t off = c->cfg.clock ? c->cfg.clock->offset_ns : 0;
+	struct tl_event ev;
+	uint32_t conn;
+	int r;
+
+	if (c->cfg.mode == TL_HTTP_CAPTURE_ALWAYS && !(uid && find_window(c, uid)))
+		return;
+	conn = conn_number(c, e->conn_no);
+	r = tl_event_init_kind(&ev, kinds[e->kind], TL_SRC_KERNEL, e->ts_ns + off);
+	if (r < 0)
+		return;
+	ev.cgroup_id = e->cgroup_id;
+	switch (e->kind) {
+	case TL_HTTP_H2_GOAWAY:
+		r = h2_goaway_event(e, conn, off, &ev);
+		break;
+	case TL_HTTP_H2_RST_STREAM:
+		r = h2_rst_event(e, conn, &ev);
+		break;
+	case TL_HTTP_H2_END:
+		r = h2_end_event(e, conn, off, &ev);
+		break;
+	}
+	if (r < 0) {
+		tl_event_clear(&ev);
+		tl_metric_add("termline_http2_events_dropped_total", NULL, 1);
+		return;
+	}
+	tl_metric_add("termline_http2_events_total", NULL, 1);
+	tl_emit(&c->emit, &ev);
 }
 
 /* Folded accepted connections go out as tcp.accepted events. */
@@ -762,6 +1012,7 @@ static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _u
 			      (int64_t)st.pending_overflow);
 		tl_metric_set("termline_http_capture_requests_lost_total", NULL, (int64_t)st.lost_requests);
 		tl_metric_set("termline_http_capture_connections_not_http_total", NULL, (int64_t)st.not_http);
+		tl_metric_set("termline_http_capture_connections_h2_total", NULL, (int64_t)st.h2);
 	}
 	if (c->bpf)
 		tl_metric_set("termline_http_ring_dropped", NULL, (int64_t)tl_http_bpf_dropped(c->bpf));
@@ -940,7 +1191,13 @@ static void describe_metrics(void)
 	tl_metric_describe("termline_http_capture_requests_lost_total", TL_METRIC_COUNTER,
 			   "Pending requests dropped because a record of their connection was lost.");
 	tl_metric_describe("termline_http_capture_connections_not_http_total", TL_METRIC_COUNTER,
-			   "Connections found to carry TLS or HTTP/2: not followed.");
+			   "Connections found to carry TLS: not followed.");
+	tl_metric_describe("termline_http_capture_connections_h2_total", TL_METRIC_COUNTER,
+			   "Connections followed as cleartext HTTP/2.");
+	tl_metric_describe("termline_http2_events_total", TL_METRIC_COUNTER,
+			   "HTTP/2 GOAWAY, RST_STREAM and connection-end events recorded.");
+	tl_metric_describe("termline_http2_events_dropped_total", TL_METRIC_COUNTER,
+			   "HTTP/2 events that could not be made into events.");
 }
 
 int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
@@ -1010,6 +1267,7 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 			tl_capture_free(c);
 			return r;
 		}
+		tl_http_tracker_on_h2(c->tracker, on_h2, c);
 		r = tl_http_bpf_new(&bc, on_rec, c, &c->bpf, err, errlen);
 		if (r == 0)
 			tl_info("HTTP capture: sys_exit program loaded (fd walk: %s)",

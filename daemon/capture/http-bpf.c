@@ -13,7 +13,9 @@
 #include "macro.h"
 
 _Static_assert(sizeof(struct tl_http_rec) == 72, "wire record size");
-_Static_assert(sizeof(struct tl_http_conn) == 8, "conn state size");
+_Static_assert(sizeof(struct tl_http_conn) == 56, "conn state size");
+_Static_assert(sizeof(struct tl_h2_side) == 24, "HTTP/2 side state size");
+_Static_assert(sizeof(struct tl_h2_seg) == 8, "HTTP/2 segment size");
 
 /* The ring is drained on a timer while the programs are attached, and
  * when they wake the agent: a record that takes the ring's producer

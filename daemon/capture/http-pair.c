@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "h2-pair.h"
 #include "http-pair.h"
 #include "termline-http.h"
 
@@ -41,6 +42,10 @@ struct conn {
 	uint32_t no;      /* the consumer's number for it (tl_http_exchange.conn_no) */
 	struct tl_http_peer peer;
 	struct head_buf head[2];
+	/* HTTP/2: the connection's decoder, made at its first HTTP/2 record
+	 * (the HTTP/1 side sees nothing of it then) */
+	struct tl_h2_pair *h2;
+	struct tl_http_tracker *t;
 	/* Ring of q_cap pending requests, grown by doubling up to max_pending:
 	 * most connections never hold more than one or two, and a connection
 	 * per request would otherwise clear max_pending entries each time. */
@@ -54,6 +59,8 @@ struct tl_http_tracker {
 	struct tl_http_tracker_config cfg;
 	tl_http_exchange_cb cb;
 	void *ud;
+	tl_http_h2_cb h2_cb;
+	void *h2_ud;
 	struct conn *buckets[BUCKETS];
 	struct conn *lru_head, *lru_tail;
 	struct tl_http_tracker_stats st;
@@ -120,6 +127,7 @@ static void conn_free(struct conn *c)
 	free(c->head[0].buf);
 	free(c->head[1].buf);
 	free(c->q);
+	tl_h2_pair_free(c->h2);
 	free(c);
 }
 
@@ -176,6 +184,12 @@ static void report(struct tl_http_tracker *t, struct conn *c, const struct pendi
 	x.conn_close = conn_close;
 	x.conn_no = &c->no;
 	x.conn_seq = c->no;
+	x.protocol = TL_HTTP_PROTO_H1;
+	x.stream_id = 0;
+	x.grpc_status = -1;
+	x.response_unknown = false;
+	x.after_goaway = false;
+	x.grpc_message[0] = '\0';
 	memcpy(x.method, p->method, sizeof(x.method));
 	memcpy(x.path, p->path, sizeof(x.path));
 	memcpy(x.id, p->id, sizeof(x.id));
@@ -210,6 +224,8 @@ static struct conn *conn_get(struct tl_http_tracker *t, uint64_t key, uint32_t t
 		struct conn *old = t->lru_tail;
 
 		fail_pending(t, old, "evicted", old->last_ns);
+		if (old->h2)
+			tl_h2_pair_end(old->h2, old->last_ns, "evicted");
 		conn_remove(t, old);
 		t->st.evicted++;
 	}
@@ -223,6 +239,7 @@ static struct conn *conn_get(struct tl_http_tracker *t, uint64_t key, uint32_t t
 		return NULL;
 	}
 	c->key = key;
+	c->t = t;
 	c->tgid = tgid;
 	c->cgroup_id = cgroup_id;
 	b = bucket(key);
@@ -454,6 +471,8 @@ void tl_http_tracker_lost(struct tl_http_tracker *t, uint64_t conn)
 		return;
 	t->st.lost_requests += c->q_len;
 	c->q_len = 0;
+	if (c->h2)
+		tl_h2_pair_lost(c->h2, c->last_ns);
 	c->head[0].active = c->head[1].active = false;
 	c->head[0].len = c->head[1].len = 0;
 }
@@ -465,6 +484,8 @@ void tl_http_tracker_close(struct tl_http_tracker *t, uint64_t conn, int64_t ts_
 	if (!c)
 		return;
 	fail_pending(t, c, c->was_reset ? "reset" : "closed", ts_ns);
+	if (c->h2)
+		tl_h2_pair_end(c->h2, ts_ns, c->was_reset ? "reset" : "closed");
 	conn_remove(t, c);
 }
 
@@ -515,13 +536,143 @@ bool tl_http_rec_peer(const struct tl_http_rec *r, struct tl_http_peer *ret)
 	return true;
 }
 
+/* ---- HTTP/2 (h2-pair.c decodes; the connection's facts are added here) ---- */
+
+void tl_http_tracker_on_h2(struct tl_http_tracker *t, tl_http_h2_cb cb, void *userdata)
+{
+	t->h2_cb = cb;
+	t->h2_ud = userdata;
+}
+
+static void h2_stream(void *ud, const struct tl_h2_pair_stream *st)
+{
+	struct conn *c = ud;
+	struct tl_http_tracker *t = c->t;
+	const struct tl_h2_stream *s = st->s;
+	struct tl_http_exchange x;
+
+	memset(&x, 0, sizeof(x));
+	x.conn = c->key;
+	x.tgid = c->tgid;
+	x.cgroup_id = c->cgroup_id;
+	x.direction = st->direction_known ? (st->inbound ? TL_HTTP_DIR_INBOUND : TL_HTTP_DIR_OUTBOUND)
+					  : c->dir;
+	memcpy(x.method, s->method, sizeof(x.method));
+	memcpy(x.path, s->path, sizeof(x.path));
+	memcpy(x.id, s->request_id, sizeof(x.id));
+	x.id_header = s->request_id_header;
+	x.status = s->status;
+	x.error = s->error;
+	x.head_cut = s->headers_cut;
+	x.start_ns = s->start_ns;
+	x.end_ns = s->end_ns < s->start_ns ? s->start_ns : s->end_ns;
+	x.peer = c->peer;
+	x.conn_start_ns = c->open_ns;
+	x.conn_no = &c->no;
+	x.conn_seq = c->no;
+	x.protocol = TL_HTTP_PROTO_H2;
+	x.stream_id = s->id;
+	x.grpc_status = s->grpc_status;
+	x.response_unknown = st->response_unknown;
+	x.after_goaway = s->after_goaway;
+	_Static_assert(sizeof(x.grpc_message) >= sizeof(s->grpc_message), "grpc-message fits");
+	memcpy(x.grpc_message, s->grpc_message, sizeof(s->grpc_message));
+	t->st.exchanges++;
+	t->cb(t->ud, &x);
+}
+
+static void h2_event(void *ud, const struct tl_h2_pair_event *ev)
+{
+	struct conn *c = ud;
+	struct tl_http_tracker *t = c->t;
+	struct tl_http_h2_event out;
+
+	if (!t->h2_cb)
+		return;
+	memset(&out, 0, sizeof(out));
+	out.conn = c->key;
+	out.tgid = c->tgid;
+	out.cgroup_id = c->cgroup_id;
+	out.ts_ns = ev->ts_ns;
+	out.peer = c->peer;
+	out.conn_start_ns = c->open_ns;
+	out.conn_no = &c->no;
+	out.sent = ev->sent;
+	out.error_code = ev->error_code;
+	out.payload_lost = ev->payload_lost;
+	out.request_id = out.path = "";
+	switch (ev->kind) {
+	case TL_H2_PAIR_GOAWAY:
+		out.kind = TL_HTTP_H2_GOAWAY;
+		out.last_stream_id = ev->last_stream_id;
+		out.debug = ev->debug;
+		out.debug_len = ev->debug_len;
+		break;
+	case TL_H2_PAIR_RST_STREAM:
+		out.kind = TL_HTTP_H2_RST_STREAM;
+		out.stream_id = ev->stream_id;
+		if (ev->stream && ev->stream->request_known) {
+			out.request_id = ev->stream->request_id;
+			out.path = ev->stream->path;
+		}
+		break;
+	case TL_H2_PAIR_END:
+		out.kind = TL_HTTP_H2_END;
+		out.end = ev->end;
+		out.decoded = ev->decoded;
+		out.streams = ev->streams;
+		out.streams_unknown = ev->streams_unknown;
+		out.streams_open = ev->streams_open;
+		out.streams_after_goaway = ev->streams_after_goaway;
+		out.goaways_sent = ev->goaways_sent;
+		out.goaways_received = ev->goaways_received;
+		out.rsts_sent = ev->rsts_sent;
+		out.rsts_received = ev->rsts_received;
+		break;
+	}
+	if (ev->kind == TL_H2_PAIR_END)
+		out.direction = ev->direction_known ? (ev->inbound ? TL_HTTP_DIR_INBOUND : TL_HTTP_DIR_OUTBOUND)
+						    : c->dir;
+	else
+		out.direction = c->dir;
+	t->h2_cb(t->h2_ud, &out);
+}
+
+static const struct tl_h2_pair_ops h2_ops = {.stream = h2_stream, .event = h2_event};
+
+/* An HTTP/2 record: its connection's decoder (made at the first), fed. */
+static void h2_record(struct tl_http_tracker *t, const struct tl_http_rec *r, const uint8_t *data)
+{
+	struct conn *c = conn_get(t, r->sock, r->tgid, r->cgroup_id);
+	struct tl_http_peer peer;
+
+	if (!c)
+		return;
+	c->last_ns = (int64_t)r->ktime_ns;
+	c->tgid = r->tgid;
+	c->cgroup_id = r->cgroup_id;
+	if (tl_http_rec_peer(r, &peer))
+		c->peer = peer;
+	if (!c->h2) {
+		if (tl_h2_pair_new(&t->cfg.want, &h2_ops, c, &c->h2) < 0)
+			return;
+		/* what it held of HTTP/1 (nothing, or a misread) is not paired */
+		c->not_http = true;
+		t->st.h2++;
+		if (c->dir != TL_HTTP_DIR_UNKNOWN && c->open_ns)
+			tl_h2_pair_set_server(c->h2, c->dir == TL_HTTP_DIR_INBOUND);
+	}
+	tl_h2_pair_record(c->h2, r->flags, (int64_t)r->ktime_ns, data, r->len);
+}
+
 void tl_http_tracker_record(struct tl_http_tracker *t, const struct tl_http_rec *r,
 			    const uint8_t *data)
 {
 	int64_t ts = (int64_t)r->ktime_ns;
 	struct tl_http_peer peer;
 
-	if (r->flags & TL_HTTP_RF_LOST)
+	/* (an HTTP/2 record's loss is its direction's: h2-pair.c) */
+	if ((r->flags & TL_HTTP_RF_LOST) && r->kind != TL_HTTP_REC_H2)
 		tl_http_tracker_lost(t, r->sock);
 	switch (r->kind) {
 	case TL_HTTP_REC_OPEN:
@@ -538,6 +689,9 @@ void tl_http_tracker_record(struct tl_http_tracker *t, const struct tl_http_rec 
 		}
 		tl_http_tracker_data(t, r->sock, r->tgid, r->cgroup_id, r->flags & TL_HTTP_RF_READ, data,
 				     r->len, r->total, ts);
+		break;
+	case TL_HTTP_REC_H2:
+		h2_record(t, r, data);
 		break;
 	case TL_HTTP_REC_ERROR:
 		tl_http_tracker_reset(t, r->sock, ts);
@@ -561,6 +715,8 @@ void tl_http_tracker_expire(struct tl_http_tracker *t, int64_t before_ns)
 		struct conn *c = t->lru_tail;
 
 		fail_pending(t, c, "closed", c->last_ns);
+		if (c->h2)
+			tl_h2_pair_end(c->h2, c->last_ns, "expired");
 		conn_remove(t, c);
 	}
 }

@@ -27,6 +27,11 @@ struct tl_http_peer {
 	uint8_t addr[16];              /* network order; IPv4 in the first 4 */
 };
 
+enum tl_http_protocol { TL_HTTP_PROTO_H1 = 0, TL_HTTP_PROTO_H2 = 1 };
+
+/* gRPC's grpc-message kept per exchange (a prefix). */
+#define TL_HTTP_GRPC_MESSAGE_MAX 128
+
 struct tl_http_exchange {
 	uint64_t conn;                 /* the caller's connection key */
 	uint32_t tgid;                 /* process that read or wrote the request */
@@ -50,9 +55,53 @@ struct tl_http_exchange {
 	 * points into the tracker's connection, valid during the callback. */
 	uint32_t *conn_no;
 	uint32_t conn_seq;             /* the consumer's own copy of that number */
+	/* HTTP/2 (protocol TL_HTTP_PROTO_H2): the stream, gRPC's status (-1
+	 * none) and message ("" none) from its trailers, and whether its
+	 * response came with headers that could not be decoded (status 0
+	 * then says nothing). HTTP/1: 0, -1, "", false. */
+	enum tl_http_protocol protocol;
+	uint32_t stream_id;
+	int32_t grpc_status;
+	bool response_unknown;
+	bool after_goaway;             /* opened above a last-stream-id the server had sent */
+	char grpc_message[TL_HTTP_GRPC_MESSAGE_MAX];
 };
 
 typedef void (*tl_http_exchange_cb)(void *userdata, const struct tl_http_exchange *x);
+
+/* An HTTP/2 connection's GOAWAY, RST_STREAM, or its end (docs/http-capture.md,
+ * "HTTP/2"), with what the tracker knows of the connection. */
+enum tl_http_h2_kind { TL_HTTP_H2_GOAWAY, TL_HTTP_H2_RST_STREAM, TL_HTTP_H2_END };
+
+struct tl_http_h2_event {
+	enum tl_http_h2_kind kind;
+	uint64_t conn;                 /* the caller's connection key */
+	uint32_t tgid;
+	uint64_t cgroup_id;
+	int64_t ts_ns;                 /* the caller's clock */
+	struct tl_http_peer peer;
+	int64_t conn_start_ns;         /* 0: before the programs were attached */
+	uint32_t *conn_no;             /* as tl_http_exchange's */
+	/* The connection: inbound (the tracked process is the server) or
+	 * outbound; TL_HTTP_DIR_UNKNOWN when nothing said which. */
+	enum tl_http_direction direction;
+	bool sent;                     /* GOAWAY, RST_STREAM: written by the tracked process */
+	uint32_t stream_id;            /* RST_STREAM */
+	uint32_t last_stream_id;       /* GOAWAY */
+	uint32_t error_code;
+	bool payload_lost;             /* the frame's fields were not delivered */
+	const uint8_t *debug;          /* GOAWAY: a prefix of its debug data */
+	size_t debug_len;
+	/* RST_STREAM: the stream's request, "" when not known */
+	const char *request_id, *path;
+	/* END */
+	const char *end;               /* "closed", "reset", "expired", "evicted" */
+	bool decoded;                  /* followed from its preface */
+	uint64_t streams, streams_unknown, streams_open, streams_after_goaway;
+	uint64_t goaways_sent, goaways_received, rsts_sent, rsts_received;
+};
+
+typedef void (*tl_http_h2_cb)(void *userdata, const struct tl_http_h2_event *ev);
 
 struct tl_http_tracker_config {
 	struct tl_http_want want;      /* request-id headers, in priority order */
@@ -65,6 +114,9 @@ struct tl_http_tracker;
 
 int tl_http_tracker_new(const struct tl_http_tracker_config *cfg, tl_http_exchange_cb cb,
 			void *userdata, struct tl_http_tracker **ret);
+/* Where HTTP/2 connections' GOAWAY, RST_STREAM and ends go (none by
+ * default: their streams still come out as exchanges). */
+void tl_http_tracker_on_h2(struct tl_http_tracker *t, tl_http_h2_cb cb, void *userdata);
 /* Frees every connection without reporting its pending requests; accepts NULL. */
 void tl_http_tracker_free(struct tl_http_tracker *t);
 
@@ -111,7 +163,8 @@ struct tl_http_tracker_stats {
 	uint64_t unmatched_responses;  /* a response with no pending request (seen mid-stream) */
 	uint64_t evicted;              /* connections dropped at max_conns */
 	uint64_t pending_overflow;     /* requests dropped at max_pending */
-	uint64_t not_http;             /* connections marked TLS / HTTP/2 */
+	uint64_t not_http;             /* connections marked TLS (or HTTP/2 by a head's first bytes) */
+	uint64_t h2;                   /* connections followed as HTTP/2 */
 	uint64_t lost_requests;        /* pending requests dropped after a loss */
 	uint64_t opened;               /* connections announced by an OPEN record */
 };

@@ -65,6 +65,8 @@ enum opt_id {
 	OPT_HTTP_CAPTURE,
 	OPT_HTTP_PREFIX_BYTES,
 	OPT_ACCESS_LOG_CONTAINER,
+	OPT_ACCESS_LOG_FORMAT,
+	OPT_METRICS_MAX_WORKLOADS,
 	OPT_OTLP_ENDPOINT,
 	OPT_OTLP_PROTOCOL,
 	OPT_OTLP_HEADERS,
@@ -93,6 +95,7 @@ enum opt_kind {
 	KIND_SIGNALS,	/* uint64_t mask of signal numbers */
 	KIND_HTTP_CAPTURE, /* enum tl_http_capture_mode */
 	KIND_CONTAINER,	/* char *, a container name (DNS-1123 label) */
+	KIND_FORMAT,	/* access_log_formats[], repeatable */
 	KIND_OTLP,	/* char *, checked by the OTLP exporter's parser for the option */
 	KIND_CONFIG,	/* --config: command line only */
 	KIND_ACTION,	/* --help, --version */
@@ -168,6 +171,14 @@ static const struct opt_def opt_defs[OPT_COUNT] = {
     [OPT_ACCESS_LOG_CONTAINER] = {"access-log-container", KIND_CONTAINER, OFF(access_log_container),
 				  0, 0, NULL, "NAME", TL_DEFAULT_ACCESS_LOG_CONTAINER,
 				  "container whose log holds the proxy's access log"},
+    [OPT_ACCESS_LOG_FORMAT] = {"access-log-format", KIND_FORMAT, 0, 0, 0, NULL, "FORMAT",
+			       "none: Envoy's and Istio's formats by their shape",
+			       "proxy access-log format, Envoy operators or JSON (repeatable)",
+			       .def_described = true},
+    [OPT_METRICS_MAX_WORKLOADS] = {"metrics-max-workloads", KIND_U32, OFF(metrics_max_workloads),
+				   1, 100000, "workloads", "N",
+				   TL_XSTR(TL_DEFAULT_METRICS_MAX_WORKLOADS),
+				   "workloads with metrics of their own; later ones are workload=\"_other\""},
     /* OTLP export (docs/export.md); what none of these set comes from the
      * OTEL_EXPORTER_OTLP_* variables (tl_otlp_config_resolve) */
     [OPT_OTLP_ENDPOINT] = {"otlp-endpoint", KIND_OTLP, OFF(otlp_endpoint), 0, 0, NULL, "URL",
@@ -426,6 +437,41 @@ static int add_header(struct tl_options *o, const char *val, char *why)
 	return 0;
 }
 
+/* An Envoy format string or JSON mapping; compiled (and fully checked) by
+ * the access-log reader at start. */
+#define ACCESS_LOG_FORMAT_MAX 8192
+
+static int add_format(struct tl_options *o, const char *val, char *why)
+{
+	char *dup;
+
+	if (val[0] == '\0' || strlen(val) > ACCESS_LOG_FORMAT_MAX)
+		return why_value(why, val, "is not an access-log format (1 to 8192 bytes)");
+	if (!strchr(val, '%'))
+		return why_value(why, val, "has no command operator (e.g. %RESPONSE_CODE%)");
+	for (int i = 0; i < o->n_access_log_formats; i++)
+		if (strcmp(o->access_log_formats[i], val) == 0)
+			return 0;
+	if (o->n_access_log_formats >= TL_MAX_ACCESS_LOG_FORMATS) {
+		snprintf(why, WHY_MAX, "more than %d formats", TL_MAX_ACCESS_LOG_FORMATS);
+		return -EINVAL;
+	}
+	dup = strdup(val);
+	if (!dup)
+		return -ENOMEM;
+	o->access_log_formats[o->n_access_log_formats++] = dup;
+	return 0;
+}
+
+static void clear_formats(struct tl_options *o)
+{
+	for (int i = 0; i < o->n_access_log_formats; i++) {
+		free(o->access_log_formats[i]);
+		o->access_log_formats[i] = NULL;
+	}
+	o->n_access_log_formats = 0;
+}
+
 static void clear_headers(struct tl_options *o)
 {
 	for (int i = 0; i < o->n_request_id_headers; i++) {
@@ -549,6 +595,8 @@ static int set_value(struct tl_options *o, const struct opt_def *d, const char *
 		return set_string((char **)(base + d->offset), val);
 	case KIND_HEADER:
 		return add_header(o, val, why);
+	case KIND_FORMAT:
+		return add_format(o, val, why);
 	case KIND_CONTAINER:
 		if (!container_name_valid(val))
 			return why_value(why, val, "is not a container name (lower-case DNS label)");
@@ -831,10 +879,12 @@ static int file_key(struct file_state *fs, yaml_parser_t *p, const yaml_event_t 
 		return fail_at(fs->err, fs->errlen, &at, key, "appears twice");
 	fs->seen[id] = true;
 	dst = fs->from_cli[id] ? &scratch : fs->o;
-	list = d->kind == KIND_HEADER || d->kind == KIND_SIGNALS;
+	list = d->kind == KIND_HEADER || d->kind == KIND_SIGNALS || d->kind == KIND_FORMAT;
 	/* The file's list replaces the default list. */
 	if (d->kind == KIND_HEADER)
 		clear_headers(dst);
+	if (d->kind == KIND_FORMAT)
+		clear_formats(dst);
 	if (d->kind == KIND_SIGNALS)
 		dst->signal_mask = 0;
 
@@ -1034,6 +1084,14 @@ int tl_options_render(const struct tl_options *o, char **ret)
 				if (h)
 					tl_buf_addc(&b, ',');
 				sb_value(&b, o->request_id_headers[h]);
+			}
+			break;
+		case KIND_FORMAT:
+			/* one line: the formats escaped, joined by a bar */
+			for (int h = 0; h < o->n_access_log_formats; h++) {
+				if (h)
+					tl_buf_addc(&b, '|');
+				sb_value(&b, o->access_log_formats[h]);
 			}
 			break;
 		case KIND_LOG_LEVEL:
@@ -1244,6 +1302,8 @@ int tl_options_parse(struct tl_options *opts, int argc, char **argv, char *err, 
 		 * list; later ones add to it. */
 		if (!from_cli[id] && d->kind == KIND_HEADER)
 			clear_headers(&o);
+		if (!from_cli[id] && d->kind == KIND_FORMAT)
+			clear_formats(&o);
 		if (!from_cli[id] && d->kind == KIND_SIGNALS)
 			o.signal_mask = 0;
 		from_cli[id] = true;
@@ -1316,6 +1376,7 @@ void tl_options_free(struct tl_options *opts)
 	free(opts->pod_logs_dir);
 	free(opts->access_log_container);
 	clear_headers(opts);
+	clear_formats(opts);
 	free(opts->emit_events);
 	free(opts->otlp_endpoint);
 	free(opts->otlp_protocol);

@@ -12,6 +12,7 @@
  * file. Keys only in the file (no flag) are marked below. The defaults are
  * defined once, in opt_defs[] (options.c), and printed by --help. */
 #define TL_MAX_HEADERS 16
+#define TL_MAX_ACCESS_LOG_FORMATS 16
 
 /* Defaults that another module also falls back to when handed 0; opt_defs[]
  * applies them and --help prints them from these. */
@@ -19,6 +20,7 @@
 #define TL_DEFAULT_MAX_EVENTS 20000          /* max-events-per-timeline */
 #define TL_DEFAULT_JOURNAL_FSYNC_MS 200      /* journal-fsync-ms */
 #define TL_DEFAULT_ACCESS_LOG_CONTAINER "istio-proxy" /* access-log-container */
+#define TL_DEFAULT_METRICS_MAX_WORKLOADS 500 /* metrics-max-workloads */
 
 /* --http-capture: when the syscall programs that see HTTP on the Pods'
  * sockets are attached (docs/http-capture.md). */
@@ -44,6 +46,8 @@ struct tl_options {
 	char *emit_events;          /* --emit-events FILE|- (NULL = off) */
 	enum tl_http_capture_mode http_capture; /* --http-capture */
 	char *access_log_container; /* --access-log-container */
+	char *access_log_formats[TL_MAX_ACCESS_LOG_FORMATS]; /* --access-log-format (repeatable) */
+	int n_access_log_formats;
 
 	/* file-only keys (also accepted as flags of the same name) */
 	uint32_t ringbuf_kib;       /* ring-buffer-kib */
@@ -54,6 +58,8 @@ struct tl_options {
 	uint32_t retention_hours;   /* retention-hours */
 	uint32_t journal_fsync_ms;  /* journal-fsync-ms */
 	uint32_t http_prefix_bytes; /* http-prefix-bytes: bytes of a message head copied */
+	uint32_t metrics_max_workloads; /* metrics-max-workloads: workloads with series of
+					 * their own (docs/export.md) */
 
 	/* OTLP export (docs/export.md): flag > config file >
 	 * OTEL_EXPORTER_OTLP_* > default; NULL: not set by a flag or the file */

@@ -143,7 +143,7 @@ int tl_event_extra_to_slots(struct tl_event *ev);
  *   ENDPOINT           as ADDR, then 2 bytes port (big endian)
  * Strings are ids in a per-timeline table (struct tl_strtab). The envelope
  * (time, kind, source, container, flags) is the caller's. */
-#define TL_PAYLOAD_MAX 512
+#define TL_PAYLOAD_MAX 640
 #define TL_ID_INLINE_MAX 128
 
 struct tl_strtab;

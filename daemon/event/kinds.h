@@ -99,7 +99,9 @@ enum tl_ftype {
  * window kept while it was summarized (docs/http-capture.md); peer,
  * connStart, conn: the connection it came on (its remote end, when it was
  * established, its number in the timeline); connClose: the response said
- * "Connection: close". */
+ * "Connection: close"; protocol ("http/1.1", "h2"), and HTTP/2's stream,
+ * gRPC status and message, a response whose headers could not be decoded,
+ * a stream opened above a GOAWAY's last-stream-id. */
 #define TL_FIELDS_HTTP(F) \
 	F(HTTP_REQUEST_ID, "requestId", ID) \
 	F(HTTP_METHOD, "method", STR) \
@@ -115,7 +117,13 @@ enum tl_ftype {
 	F(HTTP_PEER, "peer", ENDPOINT) \
 	F(HTTP_CONN_START, "connStart", TIME) \
 	F(HTTP_CONN, "conn", INT) \
-	F(HTTP_CONN_CLOSE, "connClose", BOOL)
+	F(HTTP_CONN_CLOSE, "connClose", BOOL) \
+	F(HTTP_PROTOCOL, "protocol", STR) \
+	F(HTTP_STREAM_ID, "streamId", INT) \
+	F(HTTP_GRPC_STATUS, "grpcStatus", INT) \
+	F(HTTP_GRPC_MESSAGE, "grpcMessage", STR) \
+	F(HTTP_RESPONSE_UNKNOWN, "responseUnknown", BOOL) \
+	F(HTTP_AFTER_GOAWAY, "afterGoaway", BOOL)
 #define TL_FIELDS_AGG(F) \
 	F(AGG_TYPE, "aggregatedType", STR) \
 	F(AGG_INTERVAL_MS, "intervalMs", INT) \
@@ -153,6 +161,51 @@ enum tl_ftype {
 	F(ACC_PORT, "port", INT) \
 	F(ACC_COUNT, "count", INT) \
 	F(ACC_LAST, "last", TIME)
+/* HTTP/2 on a Pod's sockets (docs/http-capture.md, "HTTP/2"). http2.goaway,
+ * from the Pod's side: direction sent|received; conn, peer, connStart: the
+ * connection's, as http.request's. */
+#define TL_FIELDS_GOAWAY(F) \
+	F(GOAWAY_DIRECTION, "direction", STR) \
+	F(GOAWAY_LAST_STREAM_ID, "lastStreamId", INT) \
+	F(GOAWAY_ERROR_CODE, "errorCode", INT) \
+	F(GOAWAY_ERROR_NAME, "errorName", STR) \
+	F(GOAWAY_PEER, "peer", ENDPOINT) \
+	F(GOAWAY_CONN, "conn", INT) \
+	F(GOAWAY_CONN_START, "connStart", TIME) \
+	F(GOAWAY_DEBUG, "debug", STR) \
+	F(GOAWAY_PAYLOAD_LOST, "payloadLost", BOOL) \
+	F(GOAWAY_CONN_DIRECTION, "connDirection", STR)
+/* http2.rst_stream: requestId and path of the stream when its headers
+ * were decoded. */
+#define TL_FIELDS_RST(F) \
+	F(RST_DIRECTION, "direction", STR) \
+	F(RST_STREAM_ID, "streamId", INT) \
+	F(RST_ERROR_CODE, "errorCode", INT) \
+	F(RST_ERROR_NAME, "errorName", STR) \
+	F(RST_PEER, "peer", ENDPOINT) \
+	F(RST_CONN, "conn", INT) \
+	F(RST_REQUEST_ID, "requestId", ID) \
+	F(RST_PATH, "path", STR) \
+	F(RST_PAYLOAD_LOST, "payloadLost", BOOL) \
+	F(RST_CONN_DIRECTION, "connDirection", STR)
+/* http2.connection: a followed HTTP/2 connection ended (the event's time);
+ * direction inbound|outbound (absent: unknown). */
+#define TL_FIELDS_H2C(F) \
+	F(H2C_DIRECTION, "direction", STR) \
+	F(H2C_PEER, "peer", ENDPOINT) \
+	F(H2C_CONN, "conn", INT) \
+	F(H2C_CONN_START, "connStart", TIME) \
+	F(H2C_LOCAL_PORT, "localPort", INT) \
+	F(H2C_END, "end", STR) \
+	F(H2C_DECODED, "decoded", BOOL) \
+	F(H2C_STREAMS, "streams", INT) \
+	F(H2C_STREAMS_UNKNOWN, "streamsHeadersUnknown", INT) \
+	F(H2C_STREAMS_OPEN, "streamsOpenAtEnd", INT) \
+	F(H2C_GOAWAYS_SENT, "goawaysSent", INT) \
+	F(H2C_GOAWAYS_RECEIVED, "goawaysReceived", INT) \
+	F(H2C_RSTS_SENT, "rstStreamsSent", INT) \
+	F(H2C_RSTS_RECEIVED, "rstStreamsReceived", INT) \
+	F(H2C_STREAMS_AFTER_GOAWAY, "streamsAfterGoaway", INT)
 #define TL_FIELDS_NONE(F)
 
 /* ---- the kinds: K(ENUM, number, "name", SOURCE, flags, field list) ---- */
@@ -182,7 +235,10 @@ enum tl_ftype {
 	K(DRAIN_WAIT_ENDED, 19, "drain.wait_ended", API, 0, DRAIN_END) \
 	K(HTTP_CAPTURE, 20, "http.capture", KERNEL, 0, CAPTURE) \
 	K(HTTP_SUMMARY, 21, "http.summary", KERNEL, TL_KF_HIGH_RATE, HSUM) \
-	K(TCP_ACCEPTED, 22, "tcp.accepted", KERNEL, TL_KF_HIGH_RATE, ACC)
+	K(TCP_ACCEPTED, 22, "tcp.accepted", KERNEL, TL_KF_HIGH_RATE, ACC) \
+	K(HTTP2_GOAWAY, 23, "http2.goaway", KERNEL, 0, GOAWAY) \
+	K(HTTP2_RST_STREAM, 24, "http2.rst_stream", KERNEL, TL_KF_HIGH_RATE, RST) \
+	K(HTTP2_CONNECTION, 25, "http2.connection", KERNEL, TL_KF_HIGH_RATE, H2C)
 
 /* Every kind the agent records. */
 enum tl_kind {
@@ -191,7 +247,7 @@ enum tl_kind {
 	TL_KINDS(TL_KIND_ENUM_)
 #undef TL_KIND_ENUM_
 	/* one past the highest number: a new kind takes it */
-	TL_KIND_MAX = 23,
+	TL_KIND_MAX = 26,
 };
 
 /* The slots of each field list: TL_F_<NAME>, 0 up, and TL_NF_<LIST>. */
@@ -215,13 +271,16 @@ TL_FIELD_LIST_ENUM_(DRAIN_END)
 TL_FIELD_LIST_ENUM_(CAPTURE)
 TL_FIELD_LIST_ENUM_(HSUM)
 TL_FIELD_LIST_ENUM_(ACC)
+TL_FIELD_LIST_ENUM_(GOAWAY)
+TL_FIELD_LIST_ENUM_(RST)
+TL_FIELD_LIST_ENUM_(H2C)
 #undef TL_FIELD_LIST_ENUM_
 #undef TL_SLOT_ENUM_
 /* process.signal_delivered's slots are process.signal's first four */
 #define TL_NF_SIG_DELIVERED (TL_F_SIG_COMM + 1)
 
 /* Slots per event at most (tl_event.v); a kind's fields fit it. */
-#define TL_FIELDS_MAX 16
+#define TL_FIELDS_MAX 24
 
 struct tl_field_info {
 	const char *name; /* JSON key */

@@ -27,8 +27,22 @@
 #define LABEL_MAX 160
 #define JSON_DEPTH 64
 
+/* A document added with a key: how many of its batches are still to be
+ * answered, and whether one was not sent. */
+struct ticket {
+	char *key;
+	unsigned batches;
+	bool unsent;
+};
+
+struct tickets {
+	struct ticket **v;
+	size_t n, cap;
+};
+
 struct batch {
 	struct batch *next;
+	struct tickets tickets; /* the keyed documents it carries */
 	enum tl_otlp_signal signal;
 	char *body;
 	size_t len;
@@ -41,6 +55,7 @@ struct batch {
 struct pending {
 	struct tl_otlp_piece **pieces;
 	size_t n, cap;
+	struct tickets tickets;
 	uint32_t items;
 	size_t bytes;
 	unsigned docs;
@@ -51,6 +66,7 @@ struct pending {
 struct helper_run {
 	struct tl_child child;
 	char *path;
+	char *key;
 	char *out;
 	size_t len, cap, max;
 	bool too_big;
@@ -59,8 +75,10 @@ struct helper_run {
 
 struct tl_otlp_exporter {
 	struct tl_loop *loop;
-	/* documents waiting for the helper (paths), and the one it encodes */
-	char **docq;
+	/* documents waiting for the helper, and the one it encodes */
+	struct docq_entry {
+		char *path, *key;
+	} *docq;
 	size_t docq_head, docq_n;
 	struct helper_run *run;
 	struct tl_otlp_config cfg;
@@ -103,6 +121,50 @@ static void label_add(char *label, unsigned *docs, const char *what)
 	}
 }
 
+/* ---- documents with a key: their one report ---- */
+
+static void doc_done(struct tl_otlp_exporter *x, const char *key, enum tl_otlp_doc_outcome o)
+{
+	if (key && x->o.document_done)
+		x->o.document_done(x->o.ud, key, o);
+}
+
+static void ticket_answered(struct tl_otlp_exporter *x, struct ticket *t, bool sent)
+{
+	if (!sent)
+		t->unsent = true;
+	if (--t->batches)
+		return;
+	doc_done(x, t->key, t->unsent ? TL_OTLP_DOC_NOT_SENT : TL_OTLP_DOC_SENT);
+	free(t->key);
+	free(t);
+}
+
+static int tickets_add(struct tickets *ts, struct ticket *t)
+{
+	if (ts->n == ts->cap) {
+		size_t c = ts->cap ? ts->cap * 2 : 8;
+		struct ticket **v = realloc(ts->v, c * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ts->v = v;
+		ts->cap = c;
+	}
+	ts->v[ts->n++] = t;
+	t->batches++;
+	return 0;
+}
+
+/* Every document of ts had this batch answered (sent or not). */
+static void tickets_answered(struct tl_otlp_exporter *x, struct tickets *ts, bool sent)
+{
+	for (size_t i = 0; i < ts->n; i++)
+		ticket_answered(x, ts->v[i], sent);
+	free(ts->v);
+	memset(ts, 0, sizeof(*ts));
+}
+
 /* ---- the queue ---- */
 
 static void batch_free(struct batch *b)
@@ -113,7 +175,8 @@ static void batch_free(struct batch *b)
 	free(b);
 }
 
-static void pop(struct tl_otlp_exporter *x)
+/* The head is done with: sent (a 2xx) or not. */
+static void pop(struct tl_otlp_exporter *x, bool sent)
 {
 	struct batch *b = x->head;
 
@@ -122,11 +185,12 @@ static void pop(struct tl_otlp_exporter *x)
 		x->tail = NULL;
 	x->st.queued[b->signal] -= b->items;
 	x->st.queue_bytes -= b->len;
+	tickets_answered(x, &b->tickets, sent);
 	batch_free(b);
 }
 
 static void kick(struct tl_otlp_exporter *x);
-static int helper_add(struct tl_otlp_exporter *x, const char *path);
+static int helper_add(struct tl_otlp_exporter *x, const char *path, const char *key);
 
 static int seal(struct tl_otlp_exporter *x, enum tl_otlp_signal sig)
 {
@@ -146,6 +210,8 @@ static int seal(struct tl_otlp_exporter *x, enum tl_otlp_signal sig)
 	}
 	b->signal = sig;
 	b->items = p->items;
+	b->tickets = p->tickets;
+	memset(&p->tickets, 0, sizeof(p->tickets));
 	memcpy(b->label, p->label, sizeof(b->label));
 	for (size_t i = 0; i < p->n; i++)
 		free(p->pieces[i]);
@@ -183,11 +249,15 @@ void tl_otlp_exporter_flush(struct tl_otlp_exporter *x)
 	}
 }
 
-static int queue_doc(struct tl_otlp_exporter *x, const char *label, struct tl_otlp_encoded *e)
+/* e's pieces into the pending batches; key (NULL: none) is reported once
+ * every batch carrying them is answered. */
+static int queue_doc(struct tl_otlp_exporter *x, const char *label, struct tl_otlp_encoded *e,
+		     const char *key)
 {
 	uint64_t bytes = 0;
 	uint32_t items[2] = {0, 0};
 	bool any[2] = {false, false};
+	struct ticket *t = NULL;
 
 	for (size_t i = 0; i < e->n_pieces; i++) {
 		bytes += e->pieces[i]->len;
@@ -207,7 +277,18 @@ static int queue_doc(struct tl_otlp_exporter *x, const char *label, struct tl_ot
 			x->st.dropped[s] += items[s];
 			report(x, &r);
 		}
+		doc_done(x, key, TL_OTLP_DOC_NOT_SENT);
 		return 0;
+	}
+	if (key && (any[0] || any[1])) {
+		t = calloc(1, sizeof(*t));
+		if (!t || !(t->key = strdup(key))) {
+			free(t);
+			doc_done(x, key, TL_OTLP_DOC_NOT_SENT);
+			return -ENOMEM;
+		}
+		/* held until its pieces are queued: a seal below cannot finish it */
+		t->batches = 1;
 	}
 	for (size_t i = 0; i < e->n_pieces; i++) {
 		struct tl_otlp_piece *pc = e->pieces[i];
@@ -218,7 +299,7 @@ static int queue_doc(struct tl_otlp_exporter *x, const char *label, struct tl_ot
 			struct tl_otlp_piece **q = realloc(p->pieces, c * sizeof(*q));
 
 			if (!q)
-				return -ENOMEM; /* the rest stays with e, freed by the caller */
+				goto nomem; /* the rest stays with e, freed by the caller */
 			p->pieces = q;
 			p->cap = c;
 		}
@@ -229,6 +310,14 @@ static int queue_doc(struct tl_otlp_exporter *x, const char *label, struct tl_ot
 		x->st.queued[pc->signal] += pc->items;
 		x->st.queue_bytes += pc->len;
 	}
+	for (int s = 0; s < 2; s++)
+		if (t && any[s] && tickets_add(&x->pend[s].tickets, t) < 0)
+			goto nomem;
+	if (t)
+		ticket_answered(x, t, true); /* the hold */
+	else if (!any[0] && !any[1])
+		doc_done(x, key, TL_OTLP_DOC_SENT); /* nothing to send */
+	t = NULL;
 	for (int s = 0; s < 2; s++) {
 		if (!any[s])
 			continue;
@@ -243,10 +332,25 @@ static int queue_doc(struct tl_otlp_exporter *x, const char *label, struct tl_ot
 			x->flush_armed = true;
 	}
 	return 0;
+nomem:
+	/* what is queued goes out; the document is reported not sent */
+	if (t) {
+		t->unsent = true;
+		ticket_answered(x, t, false);
+	}
+	return -ENOMEM;
 }
 
-int tl_otlp_exporter_add_json(struct tl_otlp_exporter *x, const char *label,
-			      struct json_object *doc)
+static void bad_doc(struct tl_otlp_exporter *x, const char *label, const char *why)
+{
+	struct tl_otlp_report rep = {.what = TL_OTLP_BAD_DOC, .error = why, .label = label};
+
+	x->st.document_errors++;
+	report(x, &rep);
+}
+
+static int add_json(struct tl_otlp_exporter *x, const char *label, struct json_object *doc,
+		    const char *key)
 {
 	struct tl_otlp_encoded e = {0};
 	struct json_object *pod = tl_json_object(doc, "pod");
@@ -260,51 +364,58 @@ int tl_otlp_exporter_add_json(struct tl_otlp_exporter *x, const char *label,
 	}
 	r = tl_otlp_encode(doc, &x->enc, &e);
 	if (r == -EINVAL) {
-		struct tl_otlp_report rep = {.what = TL_OTLP_BAD_DOC,
-					     .error = "not a timeline document",
-					     .label = label};
-
-		x->st.document_errors++;
-		report(x, &rep);
+		bad_doc(x, label, "not a timeline document");
+		doc_done(x, key, TL_OTLP_DOC_BAD);
 		return 0;
 	}
-	if (r < 0)
+	if (r < 0) {
+		doc_done(x, key, TL_OTLP_DOC_NOT_SENT);
 		return r;
-	r = queue_doc(x, label, &e);
+	}
+	r = queue_doc(x, label, &e, key);
 	tl_otlp_encoded_done(&e);
 	return r;
 }
 
-int tl_otlp_exporter_add(struct tl_otlp_exporter *x, const char *path, const char *text,
-			 size_t len)
+int tl_otlp_exporter_add_json(struct tl_otlp_exporter *x, const char *label,
+			      struct json_object *doc)
 {
-	struct tl_otlp_report rep = {.what = TL_OTLP_BAD_DOC, .label = path};
+	return add_json(x, label, doc, NULL);
+}
+
+static int add(struct tl_otlp_exporter *x, const char *path, const char *text, size_t len,
+	       const char *key)
+{
 	struct json_tokener *tok;
 	struct json_object *doc = NULL;
+	const char *why = NULL;
 	char *buf = NULL;
 	int r = 0;
 
 	if (!text && path && x->o.helper)
-		return helper_add(x, path);
+		return helper_add(x, path, key);
 	if (!text) {
 		if (!path)
 			return -EINVAL;
 		r = tl_read_file(path, TL_OTLP_MAX_DOC_BYTES, &buf, &len);
-		if (r == -ENOMEM)
+		if (r == -ENOMEM) {
+			doc_done(x, key, TL_OTLP_DOC_NOT_SENT);
 			return r;
+		}
 		if (r < 0) {
-			rep.error = r == -EFBIG ? "larger than 256 MiB" : strerror(-r);
+			why = r == -EFBIG ? "larger than 256 MiB" : strerror(-r);
 			goto bad;
 		}
 		text = buf;
 	}
 	if (len > TL_OTLP_MAX_DOC_BYTES || len > INT32_MAX) {
-		rep.error = "larger than 256 MiB";
+		why = "larger than 256 MiB";
 		goto bad;
 	}
 	tok = json_tokener_new_ex(JSON_DEPTH);
 	if (!tok) {
 		free(buf);
+		doc_done(x, key, TL_OTLP_DOC_NOT_SENT);
 		return -ENOMEM;
 	}
 	doc = json_tokener_parse_ex(tok, text, (int)len);
@@ -316,17 +427,30 @@ int tl_otlp_exporter_add(struct tl_otlp_exporter *x, const char *path, const cha
 	free(buf);
 	buf = NULL;
 	if (!doc) {
-		rep.error = "not JSON";
+		why = "not JSON";
 		goto bad;
 	}
-	r = tl_otlp_exporter_add_json(x, path, doc);
+	r = add_json(x, path, doc, key);
 	json_object_put(doc);
 	return r;
 bad:
 	free(buf);
-	x->st.document_errors++;
-	report(x, &rep);
+	bad_doc(x, path, why);
+	doc_done(x, key, TL_OTLP_DOC_BAD);
 	return 0;
+}
+
+int tl_otlp_exporter_add(struct tl_otlp_exporter *x, const char *path, const char *text,
+			 size_t len)
+{
+	return add(x, path, text, len, NULL);
+}
+
+int tl_otlp_exporter_add_doc(struct tl_otlp_exporter *x, const char *path, const char *key)
+{
+	if (!path || !key)
+		return -EINVAL;
+	return add(x, path, NULL, 0, key);
 }
 
 /* ---- encoding off the loop (termline-otlp pieces) ---- */
@@ -351,17 +475,10 @@ static void helper_end(struct tl_otlp_exporter *x)
 		tl_child_kill(&h->child);
 	tl_timer_free(h->poll);
 	free(h->path);
+	free(h->key);
 	free(h->out);
 	free(h);
 	x->run = NULL;
-}
-
-static void bad_doc(struct tl_otlp_exporter *x, const char *label, const char *why)
-{
-	struct tl_otlp_report rep = {.what = TL_OTLP_BAD_DOC, .error = why, .label = label};
-
-	x->st.document_errors++;
-	report(x, &rep);
 }
 
 /* The helper's output as pieces (its format: termline-otlp.c, cmd_pieces). */
@@ -415,11 +532,19 @@ static int helper_parse(struct tl_otlp_exporter *x, struct helper_run *h)
 		}
 		p = nl + 1;
 	}
-	if (r == 0)
-		r = queue_doc(x, label[0] ? label : h->path, &e);
+	if (r == 0) {
+		/* it reports the key, now or once sent */
+		r = queue_doc(x, label[0] ? label : h->path, &e, h->key);
+		tl_otlp_encoded_done(&e);
+		return r;
+	}
 out:
-	if (r == -EBADMSG)
+	if (r == -EBADMSG) {
 		bad_doc(x, h->path, "termline-otlp's output is malformed");
+		doc_done(x, h->key, TL_OTLP_DOC_BAD);
+	} else {
+		doc_done(x, h->key, TL_OTLP_DOC_NOT_SENT);
+	}
 	tl_otlp_encoded_done(&e);
 	return r == -EBADMSG ? 0 : r;
 }
@@ -436,11 +561,15 @@ static void helper_exited(struct tl_otlp_exporter *x)
 	if (h->too_big) {
 		snprintf(why, sizeof(why), "its encoding is larger than the free room of the queue");
 		bad_doc(x, h->path, why);
+		doc_done(x, h->key, TL_OTLP_DOC_NOT_SENT);
 	} else if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		snprintf(why, sizeof(why), "termline-otlp failed (%s %d)",
 			 r < 0 ? "error" : WIFEXITED(status) ? "exit" : "signal",
 			 r < 0 ? -r : WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 		bad_doc(x, h->path, why);
+		/* it exits 1 for a document it cannot read or encode; killed
+		 * by a signal, it may do better another time */
+		doc_done(x, h->key, r > 0 && WIFEXITED(status) ? TL_OTLP_DOC_BAD : TL_OTLP_DOC_NOT_SENT);
 	} else if (helper_parse(x, h) < 0) {
 		bad_doc(x, h->path, "out of memory");
 	}
@@ -516,22 +645,25 @@ static int helper_out_cb(struct tl_loop *loop _unused_, int fd, uint32_t events 
 static void helper_next(struct tl_otlp_exporter *x)
 {
 	while (!x->run && x->docq_n) {
-		char *path = x->docq[x->docq_head];
+		char *path = x->docq[x->docq_head].path, *key = x->docq[x->docq_head].key;
 		struct helper_run *h;
 		char *argv[8 + 2 * TL_OTLP_MAX_RESOURCE_ATTRS], *envp[] = {NULL};
 		char *attr_args[TL_OTLP_MAX_RESOURCE_ATTRS] = {NULL};
 		int a = 0, r;
 
-		x->docq[x->docq_head] = NULL;
+		memset(&x->docq[x->docq_head], 0, sizeof(x->docq[0]));
 		x->docq_head = (x->docq_head + 1) % TL_OTLP_MAX_PENDING_DOCS;
 		x->docq_n--;
 		h = calloc(1, sizeof(*h));
 		if (!h) {
 			bad_doc(x, path, "out of memory");
+			doc_done(x, key, TL_OTLP_DOC_NOT_SENT);
 			free(path);
+			free(key);
 			continue;
 		}
 		h->path = path;
+		h->key = key;
 		h->max = x->cfg.queue_bytes > x->st.queue_bytes
 				 ? (size_t)(x->cfg.queue_bytes - x->st.queue_bytes) + 4096
 				 : 4096;
@@ -565,34 +697,45 @@ static void helper_next(struct tl_otlp_exporter *x)
 			h->child.out_fd = h->child.pid_fd = -1;
 			h->child.pid = -1;
 			bad_doc(x, path, r == -ENOMEM ? "out of memory" : "termline-otlp could not be started");
+			doc_done(x, key, TL_OTLP_DOC_NOT_SENT);
 			helper_end(x);
 			continue;
 		}
 		if (tl_loop_add_io(x->loop, h->child.out_fd, EPOLLIN, helper_out_cb, x) < 0) {
 			bad_doc(x, path, "cannot watch termline-otlp");
+			doc_done(x, key, TL_OTLP_DOC_NOT_SENT);
 			helper_end(x);
 			continue;
 		}
 	}
 }
 
-static int helper_add(struct tl_otlp_exporter *x, const char *path)
+static int helper_add(struct tl_otlp_exporter *x, const char *path, const char *key)
 {
-	char *p;
+	struct docq_entry *q;
 
 	if (x->docq_n >= TL_OTLP_MAX_PENDING_DOCS) {
 		bad_doc(x, path, "more documents wait to be encoded than the exporter holds");
+		doc_done(x, key, TL_OTLP_DOC_NOT_SENT);
 		return 0;
 	}
 	if (!x->docq) {
 		x->docq = calloc(TL_OTLP_MAX_PENDING_DOCS, sizeof(*x->docq));
-		if (!x->docq)
+		if (!x->docq) {
+			doc_done(x, key, TL_OTLP_DOC_NOT_SENT);
 			return -ENOMEM;
+		}
 	}
-	p = strdup(path);
-	if (!p)
+	q = &x->docq[(x->docq_head + x->docq_n) % TL_OTLP_MAX_PENDING_DOCS];
+	q->path = strdup(path);
+	q->key = key ? strdup(key) : NULL;
+	if (!q->path || (key && !q->key)) {
+		free(q->path);
+		free(q->key);
+		memset(q, 0, sizeof(*q));
+		doc_done(x, key, TL_OTLP_DOC_NOT_SENT);
 		return -ENOMEM;
-	x->docq[(x->docq_head + x->docq_n) % TL_OTLP_MAX_PENDING_DOCS] = p;
+	}
 	x->docq_n++;
 	helper_next(x);
 	return 0;
@@ -700,13 +843,9 @@ static uint64_t rnd(struct tl_otlp_exporter *x)
 static void retry_or_fail(struct tl_otlp_exporter *x, long status, const char *error)
 {
 	struct batch *b = x->head;
-	char label[LABEL_MAX];
 	struct tl_otlp_report r = {.signal = b->signal, .items = b->items, .status = status,
-				   .error = error, .label = label};
-
+				   .error = error, .label = b->label};
 	uint64_t now = tl_now_mono_ms(), wait;
-
-	memcpy(label, b->label, sizeof(label));	/* pop() frees b before the report */
 
 	b->attempts++;
 	if (x->retry_after_s >= 0) {
@@ -724,9 +863,13 @@ static void retry_or_fail(struct tl_otlp_exporter *x, long status, const char *e
 		wait = 1;
 	if (now + wait - b->first_ms > x->o.retry_max_elapsed_ms ||
 	    tl_timer_arm(x->retry_timer, wait, 0) < 0) {
+		char label[LABEL_MAX];
+
 		x->st.failed[b->signal] += b->items;
 		r.what = TL_OTLP_FAILED;
-		pop(x);
+		memcpy(label, b->label, sizeof(label)); /* the batch goes */
+		r.label = label;
+		pop(x, false);
 		report(x, &r);
 		return;
 	}
@@ -745,9 +888,6 @@ static void req_done(struct tl_curlm_xfer *xf, CURL *easy, CURLcode result)
 	long status = 0;
 	char msg[256], label[LABEL_MAX];
 
-	/* The report outlives the batch pop() frees: it names a copy. */
-	memcpy(label, b->label, sizeof(label));
-
 	if (curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK)
 		status = 0;
 	x->resp[x->resp_len] = '\0';
@@ -758,7 +898,7 @@ static void req_done(struct tl_curlm_xfer *xf, CURL *easy, CURLcode result)
 		retry_or_fail(x, 0, msg);
 	} else if (status >= 200 && status <= 299) {
 		struct tl_otlp_report r = {.signal = b->signal, .what = TL_OTLP_SENT,
-					   .items = b->items, .status = status, .label = label};
+					   .items = b->items, .status = status, .label = b->label};
 		int64_t rej = tl_otlp_rejected(x->cfg.protocol, b->signal, x->resp, x->resp_len, msg,
 					       sizeof(msg));
 
@@ -769,7 +909,9 @@ static void req_done(struct tl_curlm_xfer *xf, CURL *easy, CURLcode result)
 		x->st.sent[b->signal] += b->items - (uint64_t)rej;
 		x->st.failed[b->signal] += (uint64_t)rej;
 		request_end(x);
-		pop(x);
+		memcpy(label, b->label, sizeof(label)); /* the batch goes */
+		r.label = label;
+		pop(x, true);
 		report(x, &r);
 	} else if (status == 429 || status == 502 || status == 503 || status == 504) {
 		snprintf(msg, sizeof(msg), "%.*s", (int)strcspn(x->resp, "\r\n"), x->resp);
@@ -777,13 +919,15 @@ static void req_done(struct tl_curlm_xfer *xf, CURL *easy, CURLcode result)
 		retry_or_fail(x, status, msg);
 	} else {
 		struct tl_otlp_report r = {.signal = b->signal, .what = TL_OTLP_FAILED,
-					   .items = b->items, .status = status, .label = label};
+					   .items = b->items, .status = status, .label = b->label};
 
 		snprintf(msg, sizeof(msg), "%.*s", (int)strcspn(x->resp, "\r\n"), x->resp);
 		r.error = msg;
 		x->st.failed[b->signal] += b->items;
 		request_end(x);
-		pop(x);
+		memcpy(label, b->label, sizeof(label));
+		r.label = label;
+		pop(x, false);
 		report(x, &r);
 	}
 	kick(x);
@@ -941,21 +1085,29 @@ void tl_otlp_exporter_free(struct tl_otlp_exporter *x)
 {
 	if (!x)
 		return;
+	if (x->run)
+		doc_done(x, x->run->key, TL_OTLP_DOC_NOT_SENT);
 	helper_end(x);
-	for (size_t i = 0; x->docq && i < x->docq_n; i++)
-		free(x->docq[(x->docq_head + i) % TL_OTLP_MAX_PENDING_DOCS]);
+	for (size_t i = 0; x->docq && i < x->docq_n; i++) {
+		struct docq_entry *q = &x->docq[(x->docq_head + i) % TL_OTLP_MAX_PENDING_DOCS];
+
+		doc_done(x, q->key, TL_OTLP_DOC_NOT_SENT);
+		free(q->path);
+		free(q->key);
+	}
 	free(x->docq);
 	if (x->easy)
 		tl_curlm_remove(x->curlm, x->easy);
 	request_end(x);
 	while (x->head) {
 		x->st.dropped[x->head->signal] += x->head->items;
-		pop(x);
+		pop(x, false);
 	}
 	for (int s = 0; s < 2; s++) {
 		struct pending *p = &x->pend[s];
 
 		x->st.dropped[s] += p->items;
+		tickets_answered(x, &p->tickets, false);
 		for (size_t i = 0; i < p->n; i++)
 			free(p->pieces[i]);
 		free(p->pieces);

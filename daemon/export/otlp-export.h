@@ -75,6 +75,15 @@ struct tl_otlp_report {
 
 struct tl_otlp_exporter;
 
+/* What became of a document added with a key (tl_otlp_exporter_add_doc). */
+enum tl_otlp_doc_outcome {
+	TL_OTLP_DOC_SENT,     /* every request carrying it was answered 2xx (rejections
+			       * a partial success names are counted failed) */
+	TL_OTLP_DOC_NOT_SENT, /* dropped (the queue was full, the exporter freed), refused,
+			       * or still failing when the retries ran out */
+	TL_OTLP_DOC_BAD,      /* it cannot be read or encoded (another try fails too) */
+};
+
 struct tl_otlp_exporter_opts {
 	/* termline-otlp: documents added by path are encoded by it ("pieces"),
 	 * a child process, off the loop (parsing a document of 20000 requests
@@ -84,6 +93,10 @@ struct tl_otlp_exporter_opts {
 	uint32_t retry_initial_ms, retry_max_ms, retry_max_elapsed_ms; /* 0: defaults */
 	/* Called on the loop after each report and change of the counts. */
 	void (*report)(void *ud, const struct tl_otlp_report *r, const struct tl_otlp_stats *s);
+	/* Called once per document added with a key, with what became of
+	 * it: from inside tl_otlp_exporter_add_doc() when it is settled at
+	 * once, from the loop later, or from tl_otlp_exporter_free(). */
+	void (*document_done)(void *ud, const char *key, enum tl_otlp_doc_outcome outcome);
 	void *ud;
 };
 
@@ -101,6 +114,10 @@ void tl_otlp_exporter_free(struct tl_otlp_exporter *x);
  * dropped or bad: reported), -ENOMEM. */
 int tl_otlp_exporter_add(struct tl_otlp_exporter *x, const char *path, const char *text,
 			 size_t len);
+/* The document at path (read as tl_otlp_exporter_add with text NULL),
+ * reported by its key through document_done, once. 0, or -EINVAL,
+ * -ENOMEM (reported too). */
+int tl_otlp_exporter_add_doc(struct tl_otlp_exporter *x, const char *path, const char *key);
 /* The same with a parsed document (only read). */
 int tl_otlp_exporter_add_json(struct tl_otlp_exporter *x, const char *label,
 			      struct json_object *doc);

@@ -16,6 +16,7 @@
 #include "json-util.h"
 #include "otlp-int.h"
 #include "termline-config.h"
+#include "workload.h"
 
 #define NS_PER_S 1000000000LL
 #define SCHEMA_URL "https://opentelemetry.io/schemas/1.26.0"
@@ -982,27 +983,6 @@ static int map_findings(struct mapper *x)
 
 /* ---- resources ---- */
 
-/* A ReplicaSet named by its Deployment: NAME-HASH, HASH in the alphabet
- * of Kubernetes' SafeEncodeString (pod-template-hash). */
-static bool deployment_of(const char *rs, char *ret, size_t retlen)
-{
-	static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
-	const char *dash = rs ? strrchr(rs, '-') : NULL;
-	size_t n;
-
-	if (!dash || dash == rs || !dash[1] || strlen(dash + 1) > 10)
-		return false;
-	for (const char *p = dash + 1; *p; p++)
-		if (!strchr(alphabet, *p))
-			return false;
-	n = (size_t)(dash - rs);
-	if (n >= retlen)
-		return false;
-	memcpy(ret, rs, n);
-	ret[n] = '\0';
-	return true;
-}
-
 static void workload_attrs(struct mapper *x, struct attrs *l)
 {
 	struct json_object *w = tl_json_object(x->pod, "workload");
@@ -1027,7 +1007,7 @@ static void workload_attrs(struct mapper *x, struct attrs *l)
 		return;
 	if (strcmp(kind, "ReplicaSet") == 0) {
 		attr_str(x->a, l, "k8s.replicaset.name", name);
-		if (deployment_of(name, dep, sizeof(dep)))
+		if (tl_workload_deployment_of(name, dep, sizeof(dep)))
 			attr_str(x->a, l, "k8s.deployment.name", dep);
 	} else if (strcmp(kind, "StatefulSet") == 0) {
 		attr_str(x->a, l, "k8s.statefulset.name", name);

@@ -270,9 +270,23 @@ static int cmd_pieces(int argc, char **argv)
 
 static const char *const what_names[] = {"sent", "retrying", "failed", "dropped", "bad document"};
 
+/* What send saw: any failure, and each document's outcome. */
+struct sent {
+	bool bad;
+	unsigned long long docs[3]; /* by enum tl_otlp_doc_outcome */
+};
+
+static void on_document(void *ud, const char *key _unused_, enum tl_otlp_doc_outcome o)
+{
+	struct sent *st = ud;
+
+	if ((unsigned)o < 3)
+		st->docs[o]++;
+}
+
 static void on_report(void *ud, const struct tl_otlp_report *r, const struct tl_otlp_stats *s _unused_)
 {
-	bool *bad = ud;
+	bool *bad = &((struct sent *)ud)->bad;
 
 	if (r->what == TL_OTLP_FAILED || r->what == TL_OTLP_DROPPED || r->what == TL_OTLP_BAD_DOC)
 		*bad = true;
@@ -328,7 +342,8 @@ static int cmd_send(int argc, char **argv)
 	struct tl_timer *idle = NULL;
 	struct tl_otlp_stats st;
 	struct waiter w;
-	bool bad = false, in_child = false;
+	struct sent sent = {0};
+	bool in_child = false;
 	char err[512], *helper = NULL;
 	int c, r, rc = 2;
 
@@ -405,7 +420,8 @@ static int cmd_send(int argc, char **argv)
 		goto out;
 	}
 	xo.report = on_report;
-	xo.ud = &bad;
+	xo.document_done = on_document;
+	xo.ud = &sent;
 	if (in_child) {
 		/* as termlined does it: each document encoded by a child */
 		helper = tl_otlp_helper_find();
@@ -420,7 +436,7 @@ static int cmd_send(int argc, char **argv)
 		goto out;
 	}
 	for (int i = optind; i < argc; i++) {
-		if (tl_otlp_exporter_add(x, argv[i], NULL, 0) < 0) {
+		if (tl_otlp_exporter_add_doc(x, argv[i], argv[i]) < 0) {
 			fprintf(stderr, PROG ": %s: out of memory\n", argv[i]);
 			goto out;
 		}
@@ -433,13 +449,15 @@ static int cmd_send(int argc, char **argv)
 	tl_otlp_exporter_stats(x, &st);
 	printf("{\"spansSent\":%llu,\"spansFailed\":%llu,\"spansDropped\":%llu,"
 	       "\"logRecordsSent\":%llu,\"logRecordsFailed\":%llu,\"logRecordsDropped\":%llu,"
-	       "\"requests\":%llu,\"retries\":%llu,\"documents\":%llu,\"documentErrors\":%llu}\n",
+	       "\"requests\":%llu,\"retries\":%llu,\"documents\":%llu,\"documentErrors\":%llu,"
+	       "\"documentsSent\":%llu,\"documentsNotSent\":%llu,\"documentsBad\":%llu}\n",
 	       (unsigned long long)st.sent[0], (unsigned long long)st.failed[0],
 	       (unsigned long long)st.dropped[0], (unsigned long long)st.sent[1],
 	       (unsigned long long)st.failed[1], (unsigned long long)st.dropped[1],
 	       (unsigned long long)st.requests, (unsigned long long)st.retries,
-	       (unsigned long long)st.documents, (unsigned long long)st.document_errors);
-	rc = bad ? 1 : 0;
+	       (unsigned long long)st.documents, (unsigned long long)st.document_errors,
+	       sent.docs[TL_OTLP_DOC_SENT], sent.docs[TL_OTLP_DOC_NOT_SENT], sent.docs[TL_OTLP_DOC_BAD]);
+	rc = sent.bad ? 1 : 0;
 out:
 	tl_timer_free(idle);
 	tl_otlp_exporter_free(x);

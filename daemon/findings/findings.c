@@ -14,6 +14,7 @@
 
 #include "findings.h"
 #include "findings-consumers.h"
+#include "findings-h2.h"
 
 const char *const TL_FINDING_RULES[] = {
     "requests_after_listener_closed",
@@ -26,6 +27,9 @@ const char *const TL_FINDING_RULES[] = {
     "endpoint_removal_lag",
     "traffic_after_endpoint_removed",
     "keepalive_across_drain",
+    "no_goaway_before_close",
+    "streams_after_goaway",
+    "streams_reset_during_drain",
     NULL,
 };
 
@@ -1068,6 +1072,7 @@ static const rule_fn RULES[] = {
     rule_listener_closed, rule_sidecar_exit, rule_before_ready, rule_sigterm_ignored,
     rule_sigkill,	  rule_exit_order,   rule_resets,	rule_endpoint_lag,
     tl_rule_consumers,	  tl_rule_keepalive,
+    tl_rule_h2_no_goaway, tl_rule_h2_after_goaway, tl_rule_h2_reset,
 };
 
 static int rank_of(struct json_object *f)

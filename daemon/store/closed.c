@@ -106,7 +106,9 @@ void closed_free(struct closed_index *x)
  *                                                           length 0: none)
  *       | bytes | mtime | started | events | findings | deletion | failed+1
  *       | complete (1 byte)                                (varints, times zigzag)
- * path is relative to STATE/timelines. */
+ *       [ | export (1 byte: enum closed_export) ]          (records before it: none)
+ * path is relative to STATE/timelines. A later record of a path replaces
+ * an earlier one (the export marked done is a record appended). */
 #define CACHE_MAX_BYTES (64u << 20)
 
 static void put_str(struct tl_buf *b, const char *s)
@@ -149,6 +151,7 @@ static void cache_record(const struct closed_index *x, const struct closed *c, s
 	put_u(&b, tl_zigzag(c->deletion_ns));
 	put_u(&b, (uint64_t)(c->failed + 1));
 	tl_buf_addc(&b, c->complete ? 1 : 0);
+	tl_buf_addc(&b, (char)c->export);
 	if (!b.err)
 		tl_journal_frame(out, b.p, b.len);
 	else
@@ -195,6 +198,7 @@ struct cached {
 	struct closed c;
 	char path[64 + 256];          /* NS/FILE: a namespace, a file name */
 	char ns[64], name[254], okind[64], oname[254];
+	size_t seq; /* its place in the file: the last of a path wins */
 	bool used;
 };
 
@@ -224,10 +228,16 @@ static int cache_decode(const uint8_t *p, size_t len, struct cached *k)
 	k->c.findings = (size_t)get_u(&r);
 	k->c.deletion_ns = tl_unzigzag(get_u(&r));
 	failed = get_u(&r);
-	if (r.bad || !k->c.path || failed > INT64_MAX || r.o + 1 != len || p[r.o] > 1)
+	if (r.bad || !k->c.path || failed > INT64_MAX || r.o + 1 > len || p[r.o] > 1)
 		return -EBADMSG;
 	k->c.failed = (int64_t)failed - 1;
-	k->c.complete = p[r.o];
+	k->c.complete = p[r.o++];
+	/* the export byte, absent from records written before it */
+	if (r.o < len) {
+		if (r.o + 1 != len || p[r.o] > CLOSED_EXPORT_DONE)
+			return -EBADMSG;
+		k->c.export = p[r.o];
+	}
 	memcpy(k->c.uid, uid, sizeof(uid));
 	return 0;
 }
@@ -235,6 +245,7 @@ static int cache_decode(const uint8_t *p, size_t len, struct cached *k)
 struct cache_load {
 	struct cached *v;
 	size_t n, cap;
+	size_t records; /* read, superseded ones included */
 	uint64_t bad;
 };
 
@@ -251,16 +262,22 @@ static int cache_frame(void *ud, const uint8_t *body, size_t len)
 		l->v = n;
 		l->cap = ncap;
 	}
-	if (cache_decode(body, len, &l->v[l->n]) < 0)
+	if (cache_decode(body, len, &l->v[l->n]) < 0) {
 		l->bad++;
-	else
+	} else {
+		l->v[l->n].seq = l->records;
 		l->n++;
+	}
+	l->records++;
 	return 0;
 }
 
 static int cmp_cached(const void *a, const void *b)
 {
-	return strcmp(((const struct cached *)a)->path, ((const struct cached *)b)->path);
+	const struct cached *p = a, *q = b;
+	int c = strcmp(p->path, q->path);
+
+	return c ? c : (p->seq > q->seq) - (p->seq < q->seq);
 }
 
 /* The cache, sorted by path; a later record of a path wins. */
@@ -278,15 +295,12 @@ static void cache_load(const struct closed_index *x, struct cache_load *l)
 	l->bad += torn;
 	if (l->n > 1)
 		qsort(l->v, l->n, sizeof(*l->v), cmp_cached);
-	/* A path twice (never written so): one is kept, checked against the
-	 * file like any, and the cache is rewritten. */
+	/* A path twice: the later record replaces the earlier. */
 	for (size_t i = 0; i < l->n; i++) {
 		struct cached *k;
 
-		if (o > 0 && strcmp(l->v[o - 1].path, l->v[i].path) == 0) {
-			l->bad++;
-			continue;
-		}
+		if (o > 0 && strcmp(l->v[o - 1].path, l->v[i].path) == 0)
+			o--;
 		if (o != i)
 			l->v[o] = l->v[i];
 		/* the strings live in the record: pointers after the moves */
@@ -365,6 +379,43 @@ static void cache_append(struct closed_index *x, const struct closed *c)
 		tl_metric_inc(x->errors, 1);
 	else
 		x->cache_records++;
+}
+
+int closed_set_export(struct closed_index *x, const char *uid, enum closed_export e)
+{
+	struct closed *c = closed_find(x, uid);
+
+	if (!c)
+		return -ENOENT;
+	if (c->export != e) {
+		c->export = (uint8_t)e;
+		cache_append(x, c);
+	}
+	return 0;
+}
+
+size_t closed_pending_export(const struct closed_index *x, size_t max, size_t *ret)
+{
+	size_t n = 0;
+
+	if (!max)
+		return 0;
+	/* the newest max in ret[], kept sorted newest first */
+	for (size_t i = 0; i < x->n; i++) {
+		size_t at;
+
+		if (x->v[i].export != CLOSED_EXPORT_PENDING)
+			continue;
+		if (n == max && x->v[i].mtime_ns <= x->v[ret[n - 1]].mtime_ns)
+			continue;
+		at = n < max ? n++ : n - 1;
+		while (at > 0 && x->v[ret[at - 1]].mtime_ns < x->v[i].mtime_ns) {
+			ret[at] = ret[at - 1];
+			at--;
+		}
+		ret[at] = i;
+	}
+	return n;
 }
 
 int closed_add(struct closed_index *x, const struct closed *c)
@@ -560,8 +611,9 @@ int closed_scan(struct closed_index *x)
 	for (size_t i = 0; i < l.n; i++)
 		stale |= !l.v[i].used;
 	free(l.v);
-	x->cache_records = l.n;
-	if (stale)
+	x->cache_records = l.records;
+	/* superseded records are rewritten away as retention does */
+	if (stale || x->cache_records > 2 * x->n + 64)
 		cache_rewrite(x);
 	return 0;
 }

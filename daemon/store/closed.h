@@ -6,7 +6,8 @@
  * findings, failed requests, complete) is kept beside the documents in
  * STATE/closed.idx, a cache of records written as timelines close: a
  * start parses only the documents the cache does not describe (written
- * by an older agent, or changed since). */
+ * by an older agent, or changed since). The record also says whether the
+ * document waits for the OTLP export: a start exports those again. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,14 @@
 #include "event.h"
 
 struct tl_metric;
+
+/* Whether a document is exported (OTLP, docs/export.md). */
+enum closed_export {
+	CLOSED_EXPORT_NONE = 0, /* not meant to be (closed with the export off, or
+				 * known only from its file) */
+	CLOSED_EXPORT_PENDING,  /* closed with the export on, not sent yet */
+	CLOSED_EXPORT_DONE,     /* sent (or never sendable) */
+};
 
 /* One closed document. */
 struct closed {
@@ -27,6 +36,7 @@ struct closed {
 	int64_t deletion_ns;           /* 0: none */
 	int64_t failed;                /* failed requests; -1: not known */
 	bool complete;
+	uint8_t export;                /* enum closed_export */
 };
 
 struct closed_index {
@@ -48,6 +58,12 @@ int closed_init(struct closed_index *x, const char *dir, const char *cache,
  * cache is checked against them). Appends c to the cache. 0 or -ENOMEM. */
 int closed_add(struct closed_index *x, const struct closed *c);
 struct closed *closed_find(struct closed_index *x, const char *uid);
+/* The document of uid is exported (or now waits to be): the record says
+ * so, appended to the cache. 0 or -ENOENT. */
+int closed_set_export(struct closed_index *x, const char *uid, enum closed_export e);
+/* The documents waiting for the export, newest first, at most max: their
+ * indexes into x->v in ret[] (max long). Returns how many. */
+size_t closed_pending_export(const struct closed_index *x, size_t max, size_t *ret);
 void closed_free(struct closed_index *x);
 
 /* Adds every document under the index's directory (NS/FILE.json), from

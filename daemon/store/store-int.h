@@ -70,6 +70,9 @@ struct tl_timelines {
 	uint64_t retention_bytes;
 	void (*before_close)(void *ud, const char *uid);
 	void *before_close_ud;
+	void (*closed_cb)(void *ud, const struct tl_closed_info *info);
+	void *closed_ud;
+	bool export_marks;
 	char *findings_helper;
 	struct doc_recorder rec;
 	struct close_ctx close;

@@ -278,12 +278,57 @@ static void close_failed(struct timeline *tl, int err)
 	timeline_phase(tl, TL_PHASE_LINGER, retry_ms);
 }
 
+/* What the closed hook is told, copied out of the close job and the
+ * snapshot before the timeline (and they) are freed. */
+struct closed_note {
+	char uid[TL_UID_MAX], ns[TL_POD_NS_MAX], name[TL_POD_NAME_MAX];
+	char owner_kind[TL_POD_KIND_MAX], owner_name[TL_POD_NAME_MAX];
+	char path[PATH_MAX];
+	struct tl_findings_summary summary;
+	struct tl_closed_info info;
+};
+
+static void closed_note_take(struct closed_note *n, const struct closed *c,
+			     const struct close_result *res)
+{
+	struct tl_closed_info *i = &n->info;
+
+	memset(i, 0, sizeof(*i));
+	tl_copy_str(n->uid, sizeof(n->uid), c->uid);
+	i->uid = n->uid;
+	/* the metadata's own bounds: nothing is cut */
+	if (c->ns) {
+		tl_copy_str(n->ns, sizeof(n->ns), c->ns);
+		i->ns = n->ns;
+	}
+	if (c->name) {
+		tl_copy_str(n->name, sizeof(n->name), c->name);
+		i->name = n->name;
+	}
+	if (c->owner_kind && c->owner_name) {
+		tl_copy_str(n->owner_kind, sizeof(n->owner_kind), c->owner_kind);
+		tl_copy_str(n->owner_name, sizeof(n->owner_name), c->owner_name);
+		i->owner_kind = n->owner_kind;
+		i->owner_name = n->owner_name;
+	}
+	tl_copy_str(n->path, sizeof(n->path), res->path);
+	i->path = n->path;
+	i->deletion_ns = c->deletion_ns;
+	i->complete = c->complete;
+	if (res->summarized) {
+		n->summary = res->summary;
+		i->summary = &n->summary;
+	}
+}
+
 /* The close job's report (close.h). */
 static void close_done(void *ud, const struct close_result *res)
 {
 	struct timeline *tl = ud;
+	struct tl_timelines *t = tl->store;
 	const struct tl_state *snap = res->snap;
 	const char *ns = state_ns(snap), *name = state_name(snap);
+	struct closed_note *note;
 	struct stat st;
 	struct closed c = {
 		.ns = tl_export_name_ok(ns) ? (char *)ns : NULL,
@@ -297,6 +342,7 @@ static void close_done(void *ud, const struct close_result *res)
 		.deletion_ns = snap->deletion_ns,
 		.failed = res->summarized ? (int64_t)res->summary.failed_requests : -1,
 		.complete = state_complete(snap),
+		.export = t->export_marks ? CLOSED_EXPORT_PENDING : CLOSED_EXPORT_NONE,
 	};
 	int r = res->err;
 
@@ -313,14 +359,26 @@ static void close_done(void *ud, const struct close_result *res)
 		c.mtime_ns = (int64_t)st.st_mtim.tv_sec * STORE_NS_PER_S + st.st_mtim.tv_nsec;
 	}
 	if (r == 0)
-		r = closed_add(&tl->store->closed, &c);
+		r = closed_add(&t->closed, &c);
 	if (r < 0) {
 		/* Not written: what came meanwhile is in the timeline; the close
 		 * is retried. */
 		close_failed(tl, r);
 		return;
 	}
+	if (!t->closed_cb) {
+		timeline_phase(tl, TL_PHASE_CLOSED, 0);
+		return;
+	}
+	note = malloc(sizeof(*note));
+	if (note)
+		closed_note_take(note, &c, res);
 	timeline_phase(tl, TL_PHASE_CLOSED, 0);
+	if (note)
+		t->closed_cb(t->closed_ud, &note->info);
+	else
+		tl_warn("timeline of pod %s closed: out of memory to report it", c.uid);
+	free(note);
 }
 
 static void close_timer_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_,
@@ -620,6 +678,9 @@ int tl_timelines_new(const struct tl_timelines_config *cfg, struct tl_loop *loop
 	t->close_wait_ms = cfg->close_wait_ms ? cfg->close_wait_ms : STORE_DEFAULT_CLOSE_WAIT_MS;
 	t->before_close = cfg->before_close;
 	t->before_close_ud = cfg->before_close_ud;
+	t->closed_cb = cfg->closed;
+	t->closed_ud = cfg->closed_ud;
+	t->export_marks = cfg->export_marks;
 	t->recording_since_ns = cfg->recorder.recording_since_ns ? cfg->recorder.recording_since_ns
 								  : tl_now_real_ns();
 	register_metrics(&t->m);
@@ -707,6 +768,44 @@ void tl_timelines_free(struct tl_timelines *t)
 	free(t->closed_cache);
 	free(t->findings_helper);
 	free(t);
+}
+
+int tl_timelines_exported(struct tl_timelines *t, const char *uid)
+{
+	return closed_set_export(&t->closed, uid, CLOSED_EXPORT_DONE);
+}
+
+int tl_timelines_unexported(struct tl_timelines *t, size_t max,
+			    int (*cb)(void *ud, const struct tl_closed_info *info), void *ud)
+{
+	size_t *at, n;
+	int r = 0;
+
+	if (!max)
+		return 0;
+	at = calloc(max, sizeof(*at));
+	if (!at)
+		return -ENOMEM;
+	n = closed_pending_export(&t->closed, max, at);
+	/* cb may mark a document exported (a record appended): the index's
+	 * entries stay where they are */
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		const struct closed *c = &t->closed.v[at[i]];
+		struct tl_closed_info info = {
+			.uid = c->uid,
+			.ns = c->ns,
+			.name = c->name,
+			.path = c->path,
+			.owner_kind = c->owner_kind,
+			.owner_name = c->owner_name,
+			.deletion_ns = c->deletion_ns,
+			.complete = c->complete,
+		};
+
+		r = cb(ud, &info);
+	}
+	free(at);
+	return r < 0 ? r : (int)n;
 }
 
 int tl_timelines_retention_run(struct tl_timelines *t)

@@ -51,6 +51,22 @@ struct tl_recorder {
 	int64_t recording_since_ns; /* realtime; 0 = now */
 };
 
+struct tl_findings_summary;
+
+/* A timeline whose document is on disk (tl_timelines_config.closed).
+ * Strings and summary are valid during the call only. */
+struct tl_closed_info {
+	const char *uid;
+	const char *ns, *name;               /* NULL: unknown (an _unknown/ document) */
+	const char *path;                    /* the document */
+	const char *owner_kind, *owner_name; /* the Pod's controller owner; NULL: none */
+	int64_t deletion_ns;                 /* 0: no deletion request recorded */
+	bool complete;
+	/* What its findings come to (findings-summary.h); NULL when the
+	 * document has none (no findings helper, or it failed). */
+	const struct tl_findings_summary *summary;
+};
+
 struct tl_timelines_config {
 	const char *state_dir;
 	uint32_t linger_s;        /* 0 closes on the next loop iteration */
@@ -82,6 +98,19 @@ struct tl_timelines_config {
 	 * being counted late. NULL: nothing to ask. */
 	void (*before_close)(void *ud, const char *uid);
 	void *before_close_ud;
+	/* Called once per timeline, on the loop, once its document is on
+	 * disk and the timeline closed (events for its UID are late from
+	 * then on): the place for whatever follows a closed timeline (the
+	 * OTLP export, the per-workload metrics). Also for a timeline
+	 * replayed after a restart when it closes then; never for the
+	 * documents a start finds already written. NULL: nothing to tell. */
+	void (*closed)(void *ud, const struct tl_closed_info *info);
+	void *closed_ud;
+	/* The documents closed from now on wait for the export: each is
+	 * marked so beside it until tl_timelines_exported() (docs/export.md);
+	 * tl_timelines_unexported() lists those still waiting, also after a
+	 * restart. */
+	bool export_marks;
 	/* Tests only (NULL in termlined): asked before each chunk of a
 	 * document; false holds the close in progress. */
 	bool (*writer_hook)(void *ud);
@@ -115,6 +144,15 @@ int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, const str
  * (no event is invented; the document shows the gap). Returns how many. */
 int tl_timelines_close_missing(struct tl_timelines *t, bool (*exists)(void *ud, const char *uid),
 			       void *ud);
+/* The document of uid was exported (or can never be): it waits no more.
+ * 0 or -ENOENT (no such closed document, or removed by retention). */
+int tl_timelines_exported(struct tl_timelines *t, const char *uid);
+/* The closed documents that wait for the export (export_marks), newest
+ * first, at most max: cb(ud, info) for each (info->summary is NULL: a
+ * summary is not kept), until cb returns < 0. Returns how many were
+ * given, or cb's negative return. */
+int tl_timelines_unexported(struct tl_timelines *t, size_t max,
+			    int (*cb)(void *ud, const struct tl_closed_info *info), void *ud);
 /* Ring-buffer drops cannot be attributed: every open timeline is charged. */
 void tl_timelines_note_kernel_loss(struct tl_timelines *t, uint64_t dropped);
 /* fsync every journal now (shutdown). 0 or the first -errno. */

@@ -40,6 +40,7 @@ enum {
 	F_FAILED = 1u << 17,
 	F_SINCE = 1u << 18,
 	F_NO_RESOLVE = 1u << 19,
+	F_MAXRATIO = 1u << 20,
 };
 
 struct cli;
@@ -79,11 +80,14 @@ struct cli {
 	bool color;	      /* resolved from --color, the TTY, NO_COLOR, TERM */
 	bool utf8;	      /* the locale writes UTF-8: … and × rather than ... and x */
 	int width;	      /* columns for wrapping and tables */
-	/* show */
+	/* show: --since OFFSET (since_ns from the deletion); check: --since
+	 * TIME|DURATION (since_ns a time) */
 	bool show_all, show_failed, has_since;
+	const char *since_arg;
 	int64_t since_ns;
 	/* check */
 	long max_failed; /* -1 = not asserted */
+	double max_ratio; /* --max-failed-ratio, < 0 = not asserted */
 	bool require_graceful;
 	double max_endpoint_lag; /* < 0 = not asserted */
 	long revision;		 /* rollout --revision, 0 = every replaced one */
@@ -256,6 +260,80 @@ int resolve_peers(const struct cli *cli, struct json_object *doc);
 /* rollout: the consumers of each timeline's findings, then their aggregate. */
 void rollout_consumers_add(struct json_object *findings);
 struct json_object *rollout_consumers(void);
+
+/* ---- a Deployment's replaced Pods (rollout.c: rollout and check) ---- */
+struct replaced {
+	char name[256], ns[256];
+	struct source *src;
+	struct json_object *names; /* the replaced ReplicaSets (with --from: none known) */
+	struct json_object *docs;  /* the timelines of their Pods, newest first */
+	bool guessed;		   /* --from: ReplicaSets told by their name, NAME-<hash> */
+	int64_t since_ns;	   /* in: only Pods replaced at or after it (0: any) */
+	bool since_current;	   /* in: without since_ns, since the current ReplicaSet's creation */
+	long current_revision;	   /* the Deployment's revision (0: unknown) */
+	int64_t current_created_ns; /* the current revision's ReplicaSet was created (0: unknown) */
+};
+/* "deployment/NAME" (deploy/, deployments/, deployment.apps/). */
+bool is_deployment_arg(const char *arg);
+/* The timelines of the Pods of deployment/NAME's replaced ReplicaSets
+ * (--revision N: that revision's), replaced at or after sel->since_ns:
+ * 0, else the exit status with the reason printed (EXIT_NOT_FOUND: no
+ * such Deployment). sel->since_ns is read; replaced_done() after. */
+int replaced_pods(const struct cli *cli, const char *arg, struct replaced *sel);
+void replaced_done(struct replaced *sel);
+
+/* ---- consumers (consumers.c) ---- */
+
+/* A peer ("ADDR:PORT") as the consumer findings name it: "ns/name" of a
+ * Pod (workload "deploy/NAME", kubectl's short kind), "node/NAME", else
+ * its address; self for loopback, the Pod's own address and a peer
+ * resolved as "self". From the document's "peers" when resolved. */
+struct peer_who {
+	char name[300];
+	char addr[64];
+	char workload[300]; /* "" when none is known */
+	const char *kind;   /* "Pod", "Node", "external", "unknown", "self"; NULL: not resolved */
+	bool self, created_after;
+};
+/* 0, or -EINVAL when peer is not an address. */
+int peer_who(struct json_object *doc, const char *peer, struct peer_who *w);
+
+struct consumer {
+	struct peer_who who;
+	size_t requests, failed; /* inbound, the whole document, a request once */
+	size_t connections;	 /* tcp.accepted */
+	size_t reused;		 /* keep-alive connections from before the drain used after it */
+	int64_t first_ns, last_ns;
+	struct json_object *entry; /* its traffic_after_endpoint_removed entry, or NULL */
+	int lane;		   /* consumers_lanes(): its lane, -1 before */
+	int rank;		   /* its place in the finding's list (slowest first), -1 none */
+};
+struct consumers {
+	struct consumer *c;
+	size_t n, cap;
+	int *req;		    /* per model request: its consumer, -1 none */
+	int64_t cutoff_ns;	    /* the drain's start: first SIGTERM, else the removal */
+	bool any_peer;		    /* the document has peers at all */
+	struct json_object *finding; /* traffic_after_endpoint_removed, or NULL (borrowed) */
+	struct json_object *index;   /* name -> index */
+	char (*lane_name)[300];
+	size_t n_lanes;
+	int lanes_by; /* 0 a consumer a lane, 1 a workload, 2 a kind */
+};
+/* The consumers of the model's document (its inbound requests' peers and
+ * accepted connections, not the Pod itself). 0 or -ENOMEM. */
+int consumers_build(const struct tl_model *m, struct json_object *findings, struct consumers *cs);
+void consumers_done(struct consumers *cs);
+/* Groups the consumers into at most max lanes when it can (by consumer,
+ * else workload, else kind): the number of lanes, or -ENOMEM. */
+int consumers_lanes(struct consumers *cs, size_t max);
+/* What a lane holds in a few words ("deploy/web", "3 consumers"). */
+const char *consumers_lane_sub(const struct consumers *cs, size_t lane, char *buf, size_t len);
+/* s within cols columns, its middle cut with an ellipsis (a namespace
+ * and a Pod's hash both stay). */
+void cut_middle(const struct cli *cli, const char *s, size_t cols, char *buf, size_t len);
+/* s within cols columns, its end cut ("deploy/ingress-n…"). */
+void cut_end(const struct cli *cli, const char *s, size_t cols, char *buf, size_t len);
 
 /* ---- verbs ---- */
 int cmd_list(struct cli *cli);

@@ -32,6 +32,7 @@ static const struct {
     {F_VERBOSE, "--v", "-v", true},
     {F_COLOR, "--color", NULL, true},
     {F_MAXFAIL, "--max-failed-requests", NULL, true},
+    {F_MAXRATIO, "--max-failed-ratio", NULL, true},
     {F_GRACEFUL, "--require-graceful", NULL, false},
     {F_LAG, "--max-endpoint-lag", NULL, true},
     {F_REVISION, "--revision", NULL, true},
@@ -65,8 +66,23 @@ static void list_values(const char *list, const char *cur)
 		cand(p, cur);
 }
 
-/* NS/POD of a state dir's timelines/NS/POD_UID.json */
-static void state_pods(const char *dir, const char *cur)
+/* A candidate said before (the same deployment of several Pods). */
+static bool seen(const char *c)
+{
+	static char said[64][300];
+	static size_t n;
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(said[i], c) == 0)
+			return true;
+	if (n < 64)
+		snprintf(said[n++], sizeof(said[0]), "%.299s", c);
+	return false;
+}
+
+/* NS/POD of a state dir's timelines/NS/POD_UID.json; deployments: the
+ * deployment/NAME of its Pods named NAME-<hash>-<suffix> instead */
+static void state_pods(const char *dir, const char *cur, bool deployments)
 {
 	char top[4096];
 	DIR *d, *sub;
@@ -93,6 +109,24 @@ static void state_pods(const char *dir, const char *cur)
 				continue;
 			snprintf(c, sizeof(c), "%s/%.*s", de->d_name, (int)(us - fe->d_name),
 				 fe->d_name);
+			if (deployments) {
+				/* POD is NAME-<hash>-<suffix>: deployment/NAME, once */
+				char pod[300];
+				char *a, *b;
+
+				snprintf(pod, sizeof(pod), "%.*s", (int)(us - fe->d_name), fe->d_name);
+				a = strrchr(pod, '-');
+				if (!a || a == pod)
+					continue;
+				*a = 0;
+				b = strrchr(pod, '-');
+				if (!b || b == pod)
+					continue;
+				*b = 0;
+				snprintf(c, sizeof(c), "deployment/%s", pod);
+				if (seen(c))
+					continue;
+			}
 			cand(c, cur);
 		}
 		closedir(sub);
@@ -161,8 +195,17 @@ int cli_complete(int argc, char **argv)
 		for (const struct verb *x = CLI_VERBS; x->name; x++)
 			if (!x->hidden)
 				cand(x->name, cur);
+	} else if (v->fn == cmd_rollout || v->fn == cmd_check) {
+		/* a Deployment (check: or Pods) */
+		if (from && strncmp(from, "http", 4) != 0) {
+			state_pods(from, cur, true);
+			if (v->fn == cmd_check)
+				state_pods(from, cur, false);
+		} else {
+			cand("deployment/", cur);
+		}
 	} else if (v->min_args > 0 && from && strncmp(from, "http", 4) != 0) {
-		state_pods(from, cur);
+		state_pods(from, cur, false);
 	}
 	printf(":%d\n", directive);
 	return 0;

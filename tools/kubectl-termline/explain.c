@@ -3,6 +3,7 @@
  * then the fix once, paste-ready, then the findings, each saying which of
  * the failed requests it covers. The CLI computes the findings with its
  * own rules (the agent's stored ones may be older). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -89,15 +90,179 @@ static const char *norm(const char *text, char *buf, size_t len)
 	return buf;
 }
 
+/* The same setting: equal, or "containers[]" (a rule that names no
+ * container) where the other names one. */
+static bool same_setting(const char *a, const char *b)
+{
+	const char *pa = strstr(a, "containers["), *pb = strstr(b, "containers[");
+
+	if (strcmp(a, b) == 0)
+		return true;
+	if (!pa || !pb || pa - a != pb - b || strncmp(a, b, (size_t)(pa - a)) != 0)
+		return false;
+	pa = strchr(pa, ']');
+	pb = strchr(pb, ']');
+	if (!pa || !pb || strcmp(pa, pb) != 0)
+		return false;
+	return strstr(a, "containers[]") || strstr(b, "containers[]");
+}
+
 static bool same_reco(struct json_object *a, struct json_object *b)
 {
 	struct json_object *ra = json_path(a, "recommendation"),
 			   *rb = json_path(b, "recommendation");
 	const char *sa = json_str(ra, "setting"), *sb = json_str(rb, "setting");
 
-	return sa && sb && strcmp(sa, sb) == 0 &&
+	return sa && sb && same_setting(sa, sb) &&
 	       strcmp(json_object_to_json_string(json_path(ra, "value")),
 		      json_object_to_json_string(json_path(rb, "value"))) == 0;
+}
+
+#define CONSUMER_ROWS 10 /* consumers listed without -v */
+
+/* A table within the width: the columns' widths, the two text columns
+ * (CONSUMER, WORKLOAD) cut in the middle until the rest fits. */
+enum { C_NAME, C_KIND, C_WORKLOAD, C_LAG, C_REQ, C_FAILED, C_REUSED, C_N };
+
+static void consumer_row(const struct cli *cli, FILE *f, const int *w, char cells[C_N][320])
+{
+	fputs("  ", f);
+	for (int c = 0; c < C_N; c++) {
+		char cut[340];
+		size_t cols;
+
+		if (!w[c])
+			continue; /* a column left out */
+		if (c == C_WORKLOAD)
+			cut_end(cli, cells[c], (size_t)w[c], cut, sizeof(cut));
+		else
+			cut_middle(cli, cells[c], (size_t)w[c], cut, sizeof(cut));
+		cols = text_cols(cut);
+		/* text left, numbers right */
+		if (c >= C_LAG)
+			fprintf(f, "%*s%s", w[c] - (int)cols, "", cut);
+		else
+			fprintf(f, "%s%*s", cut, w[c] - (int)cols, "");
+		if (c < C_N - 1)
+			fputs("  ", f);
+	}
+	fputc('\n', f);
+}
+
+/* Who kept sending: traffic_after_endpoint_removed's consumers, the
+ * slowest first, with the keep-alive connections each reused (computed
+ * here from the document: the rule lists connections, not per consumer). */
+static void print_consumers(const struct cli *cli, FILE *f, const struct tl_model *m,
+			    struct json_object *fs)
+{
+	struct consumers cs;
+	struct json_object *list;
+	size_t n, rows;
+	/* a table may use the whole terminal (prose stops at 100 columns) */
+	int width = cli->width < 60 ? 60 : cli->width;
+	int w[C_N] = {0}, total;
+	static const char *const head[C_N] = {"CONSUMER", "KIND", "WORKLOAD", "LAG",
+					      "REQUESTS", "FAILED", "REUSED"};
+	char cells[C_N][320], text[600], at[OFFSET_LEN], cut[OFFSET_LEN];
+	bool show_kind = false, show_workload = false;
+
+	if (consumers_build(m, fs, &cs) < 0)
+		return;
+	list = json_path(cs.finding, "consumers");
+	n = list ? json_object_array_length(list) : 0;
+	if (!n) {
+		consumers_done(&cs);
+		return;
+	}
+	rows = cli->verbose > 0 || n <= CONSUMER_ROWS + 1 ? n : CONSUMER_ROWS;
+	snprintf(text, sizeof(text),
+		 "Who sent (%zu consumer%s from the %s on; LAG: its last request after the "
+		 "endpoint left every slice at %s; REUSED: keep-alive connections opened before "
+		 "%s and used after it):",
+		 n, n == 1 ? "" : "s", m->deletion_ns ? "deletion" : m->ref_what,
+		 fmt_offset(at, m->removed_ns, m->ref_ns),
+		 cs.cutoff_ns && cs.cutoff_ns != m->removed_ns ? "SIGTERM" : "the removal");
+	wrap(cli, f, 0, 2, text);
+	/* KIND says something only of a consumer named by its address
+	 * (external, unknown): "ns/name" is a Pod, "node/NAME" a Node */
+	for (size_t i = 0; i < n; i++) {
+		const char *k = json_str(json_object_array_get_idx(list, i), "kind");
+
+		show_kind |= k && strcmp(k, "Pod") && strcmp(k, "Node");
+	}
+	for (size_t i = 0; i < cs.n; i++)
+		show_workload |= cs.c[i].entry && cs.c[i].who.workload[0];
+	for (int pass = 0; pass < 2; pass++) {
+		for (int c = 0; c < C_N && pass == 0; c++)
+			w[c] = (int)text_cols(head[c]);
+		for (size_t i = 0; i <= rows; i++) {
+			struct json_object *o = i ? json_object_array_get_idx(list, i - 1) : NULL;
+			struct json_object *lag = json_path(o, "lagSeconds"), *idx;
+			const struct consumer *c = NULL;
+
+			if (!i) {
+				for (int k = 0; k < C_N; k++)
+					snprintf(cells[k], sizeof(cells[k]), "%s", head[k]);
+			} else {
+				if (json_str(o, "consumer") &&
+				    json_object_object_get_ex(cs.index, json_str(o, "consumer"),
+							      &idx))
+					c = &cs.c[json_object_get_int(idx)];
+				snprintf(cells[C_NAME], sizeof(cells[0]), "%s",
+					 json_str(o, "consumer") ? json_str(o, "consumer") : "?");
+				snprintf(cells[C_KIND], sizeof(cells[0]), "%s",
+					 json_str(o, "kind") ? json_str(o, "kind") : "-");
+				snprintf(cells[C_WORKLOAD], sizeof(cells[0]), "%s",
+					 c && c->who.workload[0] ? c->who.workload : "-");
+				if (lag && (json_object_is_type(lag, json_type_double) ||
+					    json_object_is_type(lag, json_type_int)))
+					fmt_offset(cut,
+						   m->removed_ns +
+						       llround(json_object_get_double(lag) * 1e9),
+						   m->removed_ns);
+				else
+					snprintf(cut, sizeof(cut), "-");
+				snprintf(cells[C_LAG], sizeof(cells[0]), "%s", cut);
+				snprintf(cells[C_REQ], sizeof(cells[0]), "%lld",
+					 (long long)json_object_get_int64(json_path(o, "requests")));
+				snprintf(cells[C_FAILED], sizeof(cells[0]), "%lld",
+					 (long long)json_object_get_int64(json_path(o, "failed")));
+				snprintf(cells[C_REUSED], sizeof(cells[0]), "%zu",
+					 c ? c->reused : (size_t)0);
+			}
+			if (pass == 0) {
+				for (int k = 0; k < C_N; k++)
+					if ((int)text_cols(cells[k]) > w[k])
+						w[k] = (int)text_cols(cells[k]);
+				continue;
+			}
+			consumer_row(cli, f, w, cells);
+		}
+		if (pass)
+			break;
+		if (!show_kind)
+			w[C_KIND] = 0;
+		if (!show_workload)
+			w[C_WORKLOAD] = 0;
+		/* fit: WORKLOAD gives way first (to 16 columns), then CONSUMER
+		 * (to 16), then WORKLOAD again (to 8) */
+		total = 2 - 2;
+		for (int k = 0; k < C_N; k++)
+			total += w[k] ? w[k] + 2 : 0;
+		for (int step = 0; step < 3 && total > width; step++) {
+			int k = step == 1 ? C_NAME : C_WORKLOAD, min = step == 2 ? 8 : 16;
+
+			while (total > width && w[k] > min) {
+				w[k]--;
+				total--;
+			}
+		}
+	}
+	if (rows < n)
+		fprintf(f, "  %s %zu more consumer%s (-v lists them; -o json has each)\n",
+			glyph_ellipsis(cli), n - rows, n - rows == 1 ? "" : "s");
+	fputc('\n', f);
+	consumers_done(&cs);
 }
 
 static int explain_text(FILE *f, const struct cli *cli, struct json_object *doc,
@@ -127,6 +292,7 @@ static int explain_text(FILE *f, const struct cli *cli, struct json_object *doc,
 	fputc('\n', f);
 	if (verdict_print_fix(cli, f, &m, &v))
 		fputc('\n', f);
+	print_consumers(cli, f, &m, fs);
 	if (n)
 		fprintf(f, "%zu finding%s, most severe first (times from the %s):\n", n,
 			n == 1 ? "" : "s", m.deletion_ns ? "deletion request" : m.ref_what);

@@ -21,6 +21,7 @@
 #include <curl/curl.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "termline-config.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
@@ -135,6 +136,7 @@ enum {
 	O_FAILED,
 	O_SINCE,
 	O_NO_RESOLVE,
+	O_MAXRATIO,
 	O_VERSION,
 };
 
@@ -159,6 +161,7 @@ static const struct option OPTS[] = {
     {"failed", no_argument, NULL, O_FAILED},
     {"since", required_argument, NULL, O_SINCE},
     {"no-resolve", no_argument, NULL, O_NO_RESOLVE},
+    {"max-failed-ratio", required_argument, NULL, O_MAXRATIO},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, O_VERSION},
     {0},
@@ -207,6 +210,8 @@ static unsigned bit_of(int c)
 		return F_SINCE;
 	case O_NO_RESOLVE:
 		return F_NO_RESOLVE;
+	case O_MAXRATIO:
+		return F_MAXRATIO;
 	}
 	return 0;
 }
@@ -268,6 +273,15 @@ static int check_flags(struct cli *cli, const struct seen *seen)
 			tx(cli->from));
 		return -EINVAL;
 	}
+	/* there, without --kubeconfig, no API server is asked at all */
+	if (cli->from && (cli->given & (F_CONTEXT | F_CLUSTER | F_USER)) &&
+	    !(cli->given & F_KUBECONFIG)) {
+		cli_err(cli,
+			"--from reads %s, not the kubeconfig: --context, --cluster and --user name "
+			"who the peers were only with --kubeconfig FILE",
+			tx(cli->from));
+		return -EINVAL;
+	}
 	if (cli->from && strncmp(cli->from, "http://", 7) && strncmp(cli->from, "https://", 8) &&
 	    (cli->given & F_TIMEOUT)) {
 		cli_err(cli, "--request-timeout: --from %s is a directory, nothing is requested",
@@ -292,6 +306,35 @@ static int check_flags(struct cli *cli, const struct seen *seen)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* --since: show's an offset from the deletion ("-2s", "0", "500ms");
+ * check's a time (RFC 3339) or a duration back from now ("10m"). */
+static int parse_since(struct cli *cli)
+{
+	const char *a = cli->since_arg;
+	int64_t d;
+
+	if (!a)
+		return 0;
+	if (cli->verb->fn != cmd_check) {
+		if (parse_duration(a, true, &cli->since_ns) < 0) {
+			cli_err(cli, "--since %s: not an offset (\"-2s\", \"0\", \"500ms\")", a);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (tl_time_parse(a, &cli->since_ns) == 0 && cli->since_ns > 0)
+		return 0;
+	if (a[0] != '-' && parse_duration(a, false, &d) == 0 && d > 0) {
+		/* "15m" ago, to the second */
+		cli->since_ns = (tl_now_real_ns() - d) / 1000000000 * 1000000000;
+		return 0;
+	}
+	cli_err(cli,
+		"--since %s: a time (2026-12-04T17:00:00Z) or how long ago (\"10m\", \"2h\")",
+		a);
+	return -EINVAL;
 }
 
 /* render's format: -o, else --out's extension; the two must agree. */
@@ -346,6 +389,7 @@ int main(int argc, char **argv)
 	    .prog = "kubectl-termline",
 	    .max_failed = -1,
 	    .max_endpoint_lag = -1,
+	    .max_ratio = -1,
 	    .timeout_ms = DEFAULT_TIMEOUT_MS,
 	};
 	struct seen seen = {{0}};
@@ -489,14 +533,30 @@ int main(int argc, char **argv)
 			cli.show_failed = true;
 			break;
 		case O_SINCE:
-			if (parse_duration(optarg, true, &cli.since_ns) < 0) {
+			/* an offset for show, a time or duration for check:
+			 * read once the verb is known */
+			cli.since_arg = optarg;
+			cli.has_since = true;
+			break;
+		case O_MAXRATIO: {
+			size_t l = strlen(optarg);
+
+			errno = 0;
+			d = strtod(optarg, &end);
+			/* 0.05, or 5% */
+			if (!errno && end != optarg && l && optarg[l - 1] == '%' &&
+			    end == optarg + l - 1)
+				d /= 100, end++;
+			if (errno || end == optarg || *end || !(d >= 0) || d > 1) {
 				cli_err(&cli,
-					"--since %s: not an offset (\"-2s\", \"0\", \"500ms\")",
+					"--max-failed-ratio %s: a ratio from 0 to 1 (0.01) or a "
+					"percentage (1%%)",
 					optarg);
 				return EXIT_USAGE;
 			}
-			cli.has_since = true;
+			cli.max_ratio = d;
 			break;
+		}
 		case 'h':
 			help = true;
 			break;
@@ -533,7 +593,7 @@ int main(int argc, char **argv)
 	}
 	cli.args = argv + optind + 1;
 	cli.nargs = argc - optind - 1;
-	if (check_flags(&cli, &seen) < 0 || resolve_output(&cli) < 0)
+	if (check_flags(&cli, &seen) < 0 || resolve_output(&cli) < 0 || parse_since(&cli) < 0)
 		return EXIT_USAGE;
 	/* colours: --color always/never, else a terminal without NO_COLOR
 	 * (no-color.org) and with a TERM that has them */

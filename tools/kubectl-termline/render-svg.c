@@ -29,6 +29,12 @@
 #define BAND_Y 30 /* band centre from the lane's top */
 #define REQ_Y 70  /* first request row from the lane's top */
 #define REQ_ROWS 4
+/* a consumer's lane: its name above the band, its requests below */
+#define CLANE_H 80
+#define CBAND_Y 28
+#define CREQ_Y 40
+#define CONSUMER_LANES 6 /* a lane per consumer up to this many, else per workload or kind */
+#define CHEAD_H 26	 /* the heading over the consumers' lanes */
 #define CHAR_W 6.2 /* average advance of an 11 px sans-serif character */
 #define MAX_LANES (TL_FINDINGS_MAX_CONTAINERS + 1)
 #define MAX_LABELS 256
@@ -46,15 +52,18 @@ enum glyph {
 	G_EP_COND,
 	G_EP_REMOVED,
 	G_POD,
+	G_ACCEPT,
 	G_OTHER,
 };
 
-enum lane_kind { LANE_ENDPOINT, LANE_CONTAINER };
+enum lane_kind { LANE_ENDPOINT, LANE_CONTAINER, LANE_CONSUMER };
 
 struct lane {
 	enum lane_kind kind;
 	const char *name, *sub;
-	int ctr; /* LANE_CONTAINER: index in the model */
+	int ctr;  /* LANE_CONTAINER: index in the model; LANE_CONSUMER: the consumers' lane */
+	double y; /* its top */
+	char subbuf[64];
 };
 
 struct placed {
@@ -67,8 +76,10 @@ struct pic {
 	FILE *f;
 	const struct tl_model *m;
 	int64_t t0, t1, ref;
-	struct lane lanes[MAX_LANES];
-	int nl;
+	struct lane lanes[MAX_LANES + CONSUMER_LANES];
+	int nl, ep;	     /* lanes; the endpoint's */
+	struct consumers cs; /* who sent (consumers.c) */
+	double bottom;
 	struct placed placed[MAX_LABELS];
 	int np;
 	size_t clipped; /* events before the plot's start */
@@ -110,9 +121,19 @@ static double x_of(const struct pic *p, int64_t t)
 	return LEFT + (span > 0 ? (double)(t - p->t0) / span : 0) * (W - LEFT - RIGHT);
 }
 
-static double lane_y(int lane)
+static double lane_y(const struct pic *p, int lane)
 {
-	return TOP + lane * LANE_H;
+	return lane < p->nl ? p->lanes[lane].y : p->bottom;
+}
+
+static bool is_consumer(const struct pic *p, int lane)
+{
+	return p->lanes[lane].kind == LANE_CONSUMER;
+}
+
+static double band_y(const struct pic *p, int lane)
+{
+	return lane_y(p, lane) + (is_consumer(p, lane) ? CBAND_Y : BAND_Y);
 }
 
 static int lane_of_ctr(const struct pic *p, const char *c)
@@ -168,6 +189,11 @@ static void glyph(FILE *f, enum glyph g, double x, double y)
 			"stroke=\"#555555\" stroke-width=\"1.5\"/>",
 			x - 4, y - 4);
 		break;
+	case G_ACCEPT:
+		fprintf(f,
+			"<path d=\"M%.1f %.1f l0 9\" stroke=\"#555555\" stroke-width=\"2\"/>", x,
+			y - 4.5);
+		break;
 	case G_OTHER:
 		fprintf(
 		    f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"none\" stroke=\"#7f7f7f\"/>",
@@ -208,12 +234,18 @@ static bool overlaps(const struct pic *p, int lane, int row, double x0, double x
 	return false;
 }
 
-static double row_y(int lane, int row)
+static double row_y(const struct pic *p, int lane, int row)
 {
-	/* above the band, below it, below that */
-	static const double dy[LABEL_ROWS] = {17, 50, 63};
+	/* above the band, below it, below that; a consumer's: above its
+	 * band, below its requests */
+	static const double dy[LABEL_ROWS] = {17, 50, 63}, cdy[LABEL_ROWS] = {16, 74, 74};
 
-	return lane_y(lane) + dy[row];
+	return lane_y(p, lane) + (is_consumer(p, lane) ? cdy[row] : dy[row]);
+}
+
+static int label_rows(const struct pic *p, int lane)
+{
+	return is_consumer(p, lane) ? 2 : LABEL_ROWS;
 }
 
 /* A key moment's label next to its marker, pointing at it: right of it
@@ -226,7 +258,7 @@ static void label(struct pic *p, int lane, int64_t t, const char *text, const ch
 	int row = -1;
 	bool right = true;
 
-	for (int r = 0; r < LABEL_ROWS && row < 0; r++) {
+	for (int r = 0; r < label_rows(p, lane) && row < 0; r++) {
 		if (x + 3 + w <= W - RIGHT / 2 && !overlaps(p, lane, r, x + 3, x + 3 + w))
 			row = r, right = true;
 		else if (x - 3 - w >= 4 + LEFT && !overlaps(p, lane, r, x - 3 - w, x - 3))
@@ -238,7 +270,7 @@ static void label(struct pic *p, int lane, int64_t t, const char *text, const ch
 		for (int i = 0; i < p->np; i++)
 			if (p->placed[i].lane == lane)
 				cnt[p->placed[i].row]++;
-		for (int r = 1; r < LABEL_ROWS; r++)
+		for (int r = 1; r < label_rows(p, lane); r++)
 			if (cnt[r] < cnt[best])
 				best = r;
 		row = best;
@@ -249,7 +281,7 @@ static void label(struct pic *p, int lane, int64_t t, const char *text, const ch
 						     right ? x + 3 + w : x - 3};
 	fprintf(p->f,
 		"<text class=\"moment\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"%s\"%s%s>%s",
-		right ? x + 3 : x - 3, row_y(lane, row), color, bold ? " font-weight=\"bold\"" : "",
+		right ? x + 3 : x - 3, row_y(p, lane, row), color, bold ? " font-weight=\"bold\"" : "",
 		right ? "" : " text-anchor=\"end\"", right ? "\u25c0 " : "");
 	esc(p->f, text);
 	fprintf(p->f, "%s</text>\n", right ? "" : " \u25b6");
@@ -267,7 +299,7 @@ static void title_el(struct pic *p, int64_t t, const char *text)
 static void band(struct pic *p, int lane, int64_t from, int64_t to, const char *fill,
 		 double opacity, double h, const char *name, const char *text_color)
 {
-	double x0, x1, y = lane_y(lane) + BAND_Y;
+	double x0, x1, y = band_y(p, lane);
 
 	if (!from || !to || to <= p->t0 || from >= p->t1)
 		return;
@@ -314,14 +346,30 @@ static bool is_sidecar(const struct tl_ctr *c)
 	return c->role ? strcmp(c->role, "sidecar") == 0 : strcmp(c->name, "istio-proxy") == 0;
 }
 
+/* Top to bottom as the requests flow: who sent them (a lane per
+ * consumer, or per workload or kind when there are many), the endpoint
+ * that routed them, the containers that served them (main containers,
+ * then sidecars: the app's story first). */
 static void lanes_build(struct pic *p)
 {
 	const struct tl_model *m = p->m;
+	double y = TOP;
+	int nc = consumers_lanes(&p->cs, CONSUMER_LANES);
 
-	p->lanes[p->nl++] = (struct lane){LANE_ENDPOINT, "API / endpoint", "in the Service", -1};
-	/* main containers, then sidecars: the app's story first */
+	if (nc > 0)
+		y += CHEAD_H;
+	for (int i = 0; i < nc; i++) {
+		struct lane *l = &p->lanes[p->nl++];
+
+		*l = (struct lane){LANE_CONSUMER, p->cs.lane_name[i], NULL, i, y, ""};
+		l->sub = consumers_lane_sub(&p->cs, (size_t)i, l->subbuf, sizeof(l->subbuf));
+		y += CLANE_H;
+	}
+	p->ep = p->nl;
+	p->lanes[p->nl++] = (struct lane){LANE_ENDPOINT, "API / endpoint", "in the Service", -1, y, ""};
+	y += LANE_H;
 	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < m->n_ctr && p->nl < MAX_LANES; i++) {
+		for (size_t i = 0; i < m->n_ctr && p->nl < MAX_LANES + nc; i++) {
 			const struct tl_ctr *c = &m->ctr[i];
 
 			if (c->sandbox || strcmp(c->name, "(unknown)") == 0 ||
@@ -329,9 +377,10 @@ static void lanes_build(struct pic *p)
 				continue;
 			p->lanes[p->nl++] =
 			    (struct lane){LANE_CONTAINER, c->name,
-					  is_sidecar(c) ? "sidecar" : "container", (int)i};
+					  is_sidecar(c) ? "sidecar" : "container", (int)i, y, ""};
+			y += LANE_H;
 		}
-	/* the consumers of the Pod (http.request's peer) become lanes here */
+	p->bottom = y;
 }
 
 static void bands_of(struct pic *p, struct json_object *evs)
@@ -347,23 +396,28 @@ static void bands_of(struct pic *p, struct json_object *evs)
 						      : p->t1;
 		int64_t end_all = m->removed_ns ? m->removed_ns : p->t1;
 
-		band(p, 0, p->t0, end_ready, "#17becf", 0.55, 8, "endpoint ready in the slice",
+		band(p, p->ep, p->t0, end_ready, "#17becf", 0.55, 8, "endpoint ready in the slice",
 		     "#0b6b74");
 		if (m->ready_false_ns)
-			band(p, 0, m->ready_false_ns, end_all, "#17becf", 0.25, 8,
+			band(p, p->ep, m->ready_false_ns, end_all, "#17becf", 0.25, 8,
 			     m->serving_false_ns ? "terminating, still in the slice"
 						 : "not ready, still in the slice",
 			     "#0b6b74");
 	}
-	for (int i = 1; i < p->nl; i++) {
+	for (int i = 0; i < p->nl; i++) {
 		const struct tl_ctr *c = &m->ctr[p->lanes[i].ctr];
-		int64_t up = c->listen_ns ? c->listen_ns : (c->listen_closed_ns ? p->t0 : 0);
-		int64_t closed = c->listen_closed_ns ? c->listen_closed_ns
-				 : c->exit_ns	     ? c->exit_ns
-						     : (up ? p->t1 : 0);
-		int64_t term = c->sigterm_ns && c->sigterm_ns < closed ? c->sigterm_ns : closed;
-		int64_t pre = prestop_of(m, evs, c->name);
-		int port = c->listen_closed_port ? c->listen_closed_port : c->listen_port;
+		int64_t up, closed, term, pre;
+		int port;
+
+		if (p->lanes[i].kind != LANE_CONTAINER)
+			continue;
+		up = c->listen_ns ? c->listen_ns : (c->listen_closed_ns ? p->t0 : 0);
+		closed = c->listen_closed_ns ? c->listen_closed_ns
+			 : c->exit_ns	     ? c->exit_ns
+					     : (up ? p->t1 : 0);
+		term = c->sigterm_ns && c->sigterm_ns < closed ? c->sigterm_ns : closed;
+		pre = prestop_of(m, evs, c->name);
+		port = c->listen_closed_port ? c->listen_closed_port : c->listen_port;
 
 		if (port)
 			snprintf(name, sizeof(name), "%s listening :%d", c->name, port);
@@ -396,7 +450,7 @@ static void moments(struct pic *p, struct json_object *evs)
 
 	/* SIGTERM to every container at once (the kubelet without a
 	 * preStop): one label */
-	for (int i = 1; i < p->nl; i++) {
+	for (int i = p->ep + 1; i < p->nl; i++) {
 		const struct tl_ctr *c = &m->ctr[p->lanes[i].ctr];
 
 		if (!c->sigterm_ns)
@@ -411,7 +465,7 @@ static void moments(struct pic *p, struct json_object *evs)
 		const char *ty = json_str(ev, "type"), *sig = json_str(ev, "signal");
 		int64_t at = tl_event_time(ev);
 		const char *cn = json_str(ev, "container");
-		int lane = cn ? lane_of_ctr(p, cn) : event_is_api(ev) ? 0 : -1;
+		int lane = cn ? lane_of_ctr(p, cn) : event_is_api(ev) ? p->ep : -1;
 		enum glyph g = G_OTHER;
 		char desc[1024];
 
@@ -447,30 +501,30 @@ static void moments(struct pic *p, struct json_object *evs)
 			g = G_POD;
 		describe_event(ev, desc, sizeof(desc));
 		fprintf(p->f, "<g class=\"ev\">");
-		glyph(p->f, g, x_of(p, at), lane_y(lane) + BAND_Y);
+		glyph(p->f, g, x_of(p, at), band_y(p, lane));
 		title_el(p, at, desc);
 		fputs("</g>\n", p->f);
 	}
 	/* the key moments' labels, in the order they matter */
 	if (m->removed_ns)
-		label(p, 0, m->removed_ns,
+		label(p, p->ep, m->removed_ns,
 		      (snprintf(text, sizeof(text), "endpoint removed %s",
 				fmt_offset(off, m->removed_ns, p->ref)),
 		       text),
 		      glyph_color(G_EP_REMOVED), true);
 	if (m->ready_false_ns)
-		label(p, 0, m->ready_false_ns,
+		label(p, p->ep, m->ready_false_ns,
 		      (snprintf(text, sizeof(text), "not ready %s",
 				fmt_offset(off, m->ready_false_ns, p->ref)),
 		       text),
 		      glyph_color(G_EP_COND), false);
 	if (m->serving_false_ns && m->serving_false_ns != m->ready_false_ns)
-		label(p, 0, m->serving_false_ns,
+		label(p, p->ep, m->serving_false_ns,
 		      (snprintf(text, sizeof(text), "not serving %s",
 				fmt_offset(off, m->serving_false_ns, p->ref)),
 		       text),
 		      glyph_color(G_EP_COND), false);
-	for (int i = 1; i < p->nl; i++) {
+	for (int i = p->ep + 1; i < p->nl; i++) {
 		const struct tl_ctr *c = &m->ctr[p->lanes[i].ctr];
 		int64_t pre = prestop_of(m, evs, c->name);
 
@@ -487,7 +541,7 @@ static void moments(struct pic *p, struct json_object *evs)
 					fmt_offset(off, pre, p->ref)),
 			       text),
 			      glyph_color(G_EXEC), false);
-		if (c->sigterm_ns && !(one_sigterm && n_term > 1 && i > 1))
+		if (c->sigterm_ns && !(one_sigterm && n_term > 1 && i > p->ep + 1))
 			label(p, i, c->sigterm_ns,
 			      (snprintf(text, sizeof(text), "SIGTERM%s%s %s",
 					c->sigterm_ignored ? " ignored" : "",
@@ -516,13 +570,42 @@ static void moments(struct pic *p, struct json_object *evs)
 		}
 	}
 	if (m->deleted_ns && m->deleted_ns <= p->t1)
-		label(p, 0, m->deleted_ns,
+		label(p, p->ep, m->deleted_ns,
 		      (snprintf(text, sizeof(text), "Pod deleted %s",
 				fmt_offset(off, m->deleted_ns, p->ref)),
 		       text),
 		      "#555555", false);
 }
 
+/* A request as a tick on a lane, in the first of its rows free at its
+ * start; failed ones red; what it was in <title>. */
+static void req_tick(struct pic *p, int64_t (*row_end)[REQ_ROWS], int lane, size_t i,
+		     const char *text)
+{
+	const struct tl_req *r = &p->m->reqs[i];
+	double x0 = x_of(p, r->start_ns), x1 = x_of(p, r->end_ns);
+	int row = 0;
+
+	for (int k = 0; k < REQ_ROWS; k++)
+		if (row_end[lane][k] <= r->start_ns) {
+			row = k;
+			break;
+		} else if (k == REQ_ROWS - 1) {
+			row = (int)(i % REQ_ROWS);
+		}
+	row_end[lane][row] = r->end_ns;
+	fprintf(p->f,
+		"<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"5\" "
+		"fill=\"%s\">",
+		r->failed ? "req failed" : "req", x0,
+		lane_y(p, lane) + (is_consumer(p, lane) ? CREQ_Y : REQ_Y) + row * 6,
+		x1 - x0 < 2 ? 2 : x1 - x0, r->failed ? "#d62728" : "#2ca02c");
+	title_el(p, r->start_ns, text);
+	fputs("</rect>\n", p->f);
+}
+
+/* Every request on the lane of the container that saw it, and an inbound
+ * one also on its consumer's lane: who sent what, and what failed. */
 static void requests(struct pic *p)
 {
 	const struct tl_model *m = p->m;
@@ -533,42 +616,119 @@ static void requests(struct pic *p)
 	fputs("<g class=\"requests\">\n", p->f);
 	for (size_t i = 0; i < m->n_req; i++) {
 		const struct tl_req *r = &m->reqs[i];
-		int lane = r->ctr >= 0 ? lane_of_ctr(p, m->ctr[r->ctr].name) : 0, row = 0;
-		double x0, x1;
-		char text[700], status[32];
+		int lane = r->ctr >= 0 ? lane_of_ctr(p, m->ctr[r->ctr].name) : p->ep;
+		int who = p->cs.req ? p->cs.req[i] : -1;
+		char text[1100], status[32];
 
 		if (lane < 0)
-			lane = 0;
-		for (int k = 0; k < REQ_ROWS; k++)
-			if (row_end[lane][k] <= r->start_ns) {
-				row = k;
-				break;
-			} else if (k == REQ_ROWS - 1) {
-				row = (int)(i % REQ_ROWS);
-			}
-		row_end[lane][row] = r->end_ns;
-		x0 = x_of(p, r->start_ns);
-		x1 = x_of(p, r->end_ns);
+			lane = p->ep;
 		if (r->status)
 			snprintf(status, sizeof(status), "%d", r->status);
 		else
 			snprintf(status, sizeof(status), "no response");
-		snprintf(text, sizeof(text), "%s %s %s -> %s%s%s id=%s (%.0f ms)",
+		snprintf(text, sizeof(text), "%s %s %s -> %s%s%s id=%s (%.0f ms)%s%s",
 			 r->inbound ? "inbound" : "outbound", r->method ? r->method : "?",
 			 r->path ? r->path : "?", status,
 			 r->flags && strcmp(r->flags, "-") ? " " : "",
 			 r->flags && strcmp(r->flags, "-") ? r->flags : "", r->id ? r->id : "-",
-			 (double)(r->end_ns - r->start_ns) / 1e6);
-		fprintf(p->f,
-			"<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"5\" "
-			"fill=\"%s\">",
-			r->failed ? "req failed" : "req", x0, lane_y(lane) + REQ_Y + row * 6,
-			x1 - x0 < 2 ? 2 : x1 - x0, r->failed ? "#d62728" : "#2ca02c");
-		title_el(p, r->start_ns, text);
-		fputs("</rect>\n", p->f);
+			 (double)(r->end_ns - r->start_ns) / 1e6, who >= 0 ? " from " : "",
+			 who >= 0 ? p->cs.c[who].who.name : "");
+		req_tick(p, row_end, lane, i, text);
+		if (who >= 0 && p->cs.c[who].lane >= 0)
+			req_tick(p, row_end, p->cs.c[who].lane, i, text);
 	}
 	fputs("</g>\n", p->f);
 	free(row_end);
+}
+
+/* Each consumer lane's story: sending while the endpoint was in the
+ * slice, then still sending after it left every slice (how long: its
+ * lag), its accepted connections, and a label naming it with its lag and
+ * failures at its last request. */
+static void consumer_lanes(struct pic *p, struct json_object *evs)
+{
+	const struct tl_model *m = p->m;
+	const struct consumers *cs = &p->cs;
+
+	for (int l = 0; l < p->nl; l++) {
+		int64_t first = 0, last = 0, last_rm = 0;
+		size_t req = 0, failed = 0, members = 0;
+		const struct consumer *worst = NULL;
+		char name[200], text[700], d[OFFSET_LEN];
+
+		if (!is_consumer(p, l))
+			continue;
+		for (size_t i = 0; i < cs->n; i++) {
+			const struct consumer *c = &cs->c[i];
+
+			if (c->lane != p->lanes[l].ctr)
+				continue;
+			members++;
+			req += c->requests;
+			failed += c->failed;
+			if (c->first_ns && (!first || c->first_ns < first))
+				first = c->first_ns;
+			if (c->last_ns > last) {
+				last = c->last_ns;
+				worst = c;
+			}
+		}
+		for (size_t i = 0; i < m->n_req; i++)
+			if (cs->req[i] >= 0 && cs->c[cs->req[i]].lane == p->lanes[l].ctr &&
+			    m->removed_ns && m->reqs[i].start_ns >= m->removed_ns &&
+			    m->reqs[i].start_ns > last_rm)
+				last_rm = m->reqs[i].start_ns;
+		if (first && m->removed_ns)
+			band(p, l, first, last < m->removed_ns ? last : m->removed_ns, "#6baed6", 0.45,
+			     8, "sending, endpoint in the slice", "#2b5f86");
+		else if (first)
+			band(p, l, first, last, "#6baed6", 0.45, 8, "sending", "#2b5f86");
+		if (last_rm) {
+			snprintf(name, sizeof(name), "still sending after the removal");
+			band(p, l, m->removed_ns, last_rm, "#e6550d", 0.65, 8, name, "#a63603");
+		}
+		/* the label: the lane's name in full, what it did after the removal */
+		if (!last)
+			continue;
+		if (last_rm)
+			snprintf(text, sizeof(text), "%s kept sending %s after the removal: %zu of %zu failed",
+				 p->lanes[l].name, fmt_secs(d, last_rm - m->removed_ns), failed, req);
+		else if (m->removed_ns)
+			snprintf(text, sizeof(text), "%s stopped %s before the removal: %zu of %zu failed",
+				 p->lanes[l].name, fmt_secs(d, m->removed_ns - last), failed, req);
+		else
+			snprintf(text, sizeof(text), "%s: %zu of %zu failed", p->lanes[l].name,
+				 failed, req);
+		(void)worst;
+		(void)members;
+		label(p, l, last_rm ? last_rm : last, text, last_rm ? "#a63603" : "#2b5f86",
+		      last_rm != 0);
+	}
+	/* accepted connections, a tick each (a folded group at its first) */
+	for (size_t k = 0; evs && k < json_object_array_length(evs); k++) {
+		struct json_object *ev = json_object_array_get_idx(evs, k);
+		const char *ty = json_str(ev, "type");
+		int64_t at = tl_event_time(ev);
+		struct json_object *idx;
+		struct peer_who w;
+		char desc[600];
+		int lane = -1;
+
+		if (!ty || strcmp(ty, "tcp.accepted") || !at || at < p->t0 ||
+		    peer_who(m->doc, json_str(ev, "peer"), &w) < 0 || w.self ||
+		    !json_object_object_get_ex(cs->index, w.name, &idx))
+			continue;
+		for (int l = 0; l < p->nl; l++)
+			if (is_consumer(p, l) && p->lanes[l].ctr == cs->c[json_object_get_int(idx)].lane)
+				lane = l;
+		if (lane < 0)
+			continue;
+		describe_event(ev, desc, sizeof(desc));
+		fputs("<g class=\"ev accept\">", p->f);
+		glyph(p->f, G_ACCEPT, x_of(p, at), band_y(p, lane));
+		title_el(p, at, desc);
+		fputs("</g>\n", p->f);
+	}
 }
 
 /* The legend's next item goes at *x on line *y, or on the next line. */
@@ -600,7 +760,7 @@ static double legend_band(FILE *f, double x, double y, const char *fill, double 
 	return x + 28 + (double)text_cols(what) * CHAR_W + 18;
 }
 
-static void legend(FILE *f, double y)
+static void legend(FILE *f, double y, bool consumers)
 {
 	static const struct {
 		enum glyph g;
@@ -653,6 +813,26 @@ static void legend(FILE *f, double y)
 		x + 11, y - 11, x + 11, y + 3);
 	fprintf(f,
 		"<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#444444\">deletion</text>\n",
+		x + 18, y);
+	x += 18 + 8 * CHAR_W + 18;
+	if (!consumers)
+		return;
+	/* the consumers' lanes */
+	x = LEFT;
+	y += 18;
+	x = legend_band(f, x, y, "#6baed6", 0.45, 8, "consumer sending, endpoint in the slice");
+	legend_room(&x, &y, "still sending after the removal", 28);
+	x = legend_band(f, x, y, "#e6550d", 0.65, 8, "still sending after the removal");
+	legend_room(&x, &y, "connection accepted", 16);
+	x = legend_item(f, x, y, G_ACCEPT, "connection accepted");
+	legend_room(&x, &y, "endpoint removed, across the consumers", 18);
+	fprintf(f,
+		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#0f7c87\" "
+		"stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/>",
+		x + 11, y - 11, x + 11, y + 3);
+	fprintf(f,
+		"<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#444444\">endpoint removed, "
+		"across the consumers</text>\n",
 		x + 18, y);
 }
 
@@ -710,6 +890,12 @@ int render_svg(const struct cli *cli, FILE *f, struct json_object *doc)
 		return -EINVAL;
 	}
 	verdict_build(cli, &m, fs, &v);
+	if (consumers_build(&m, fs, &p->cs) < 0) {
+		tl_model_done(&m);
+		json_object_put(fs);
+		free(p);
+		return -ENOMEM;
+	}
 	p->cli = cli;
 	p->f = f;
 	p->m = &m;
@@ -742,7 +928,7 @@ int render_svg(const struct cli *cli, FILE *f, struct json_object *doc)
 	verdict_fix_short(&v, fix, sizeof(fix));
 	snprintf(head, sizeof(head), "%s%s%s%s", v.headline, fix[0] ? " Fix: " : "", fix,
 		 fix[0] ? " (kubectl termline explain)." : "");
-	h = lane_y(p->nl) + 120;
+	h = p->bottom + (p->cs.n_lanes ? 160 : 120);
 	fprintf(f,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
@@ -756,19 +942,48 @@ int render_svg(const struct cli *cli, FILE *f, struct json_object *doc)
 	fprintf(f, "%s</text>\n",
 		m.complete ? "" : " (timeline INCOMPLETE: counts are lower bounds)");
 	verdict_lines(f, head, 44, (int)((W - 24) / 7.0), v.failed ? "#c00000" : "#1e6b1e");
-	/* lanes */
-	for (int i = 0; i < p->nl; i++) {
-		fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
-			LEFT, lane_y(i), W - LEFT - RIGHT, LANE_H, i % 2 ? "#f6f6f6" : "#edf2f7");
-		fprintf(f, "<text class=\"lane\" x=\"12\" y=\"%.1f\" font-size=\"14\">",
-			lane_y(i) + BAND_Y + 5);
-		esc(f, p->lanes[i].name);
-		fprintf(f, "</text><text x=\"12\" y=\"%.1f\" font-size=\"11\" fill=\"#777777\">",
-			lane_y(i) + BAND_Y + 21);
-		esc(f, p->lanes[i].sub);
+	/* lanes: who sent, under a heading of their own, then the Pod's */
+	if (p->cs.n_lanes) {
+		snprintf(head, sizeof(head),
+			 "Who sent: %zu consumer%s%s (requests, failed red; %s)", p->cs.n,
+			 p->cs.n == 1 ? "" : "s",
+			 p->cs.lanes_by == 1   ? ", a lane per workload"
+			 : p->cs.lanes_by == 2 ? ", a lane per kind"
+					       : "",
+			 m.removed_ns ? "orange: still sending after the endpoint left every slice"
+				      : "the endpoint's removal was not recorded");
+		fprintf(f,
+			"<text class=\"heading\" x=\"12\" y=\"%.1f\" font-size=\"12\" "
+			"font-weight=\"bold\" fill=\"#444444\">",
+			(double)TOP + CHEAD_H - 8);
+		esc(f, head);
 		fputs("</text>\n", f);
 	}
-	bottom = lane_y(p->nl);
+	for (int i = 0; i < p->nl; i++) {
+		bool cons = is_consumer(p, i);
+		char cut[200];
+
+		fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
+			LEFT, lane_y(p, i), W - LEFT - RIGHT, cons ? CLANE_H : LANE_H,
+			cons ? (i % 2 ? "#fbf7ef" : "#f5efe3") : i % 2 ? "#f6f6f6" : "#edf2f7");
+		/* a consumer's name is long ("namespace/pod-hash"): cut here,
+		 * whole in its label in the plot and its <title> */
+		cut_middle(cli, p->lanes[i].name, cons ? 21 : 64, cut, sizeof(cut));
+		fprintf(f, "<text class=\"lane%s\" x=\"12\" y=\"%.1f\" font-size=\"%d\">",
+			cons ? " consumer" : "", band_y(p, i) + 5, cons ? 12 : 14);
+		esc(f, cut);
+		if (strcmp(cut, p->lanes[i].name)) {
+			fputs("<title>", f);
+			esc(f, p->lanes[i].name);
+			fputs("</title>", f);
+		}
+		fprintf(f, "</text><text x=\"12\" y=\"%.1f\" font-size=\"11\" fill=\"#777777\">",
+			band_y(p, i) + (cons ? 19 : 21));
+		cut_end(cli, p->lanes[i].sub ? p->lanes[i].sub : "", 24, cut, sizeof(cut));
+		esc(f, cut);
+		fputs("</text>\n", f);
+	}
+	bottom = p->bottom;
 	/* time axis: offsets from the reference */
 	step = nice_step((double)(p->t1 - p->t0) / 1e9);
 	for (double k = ceil((double)(p->t0 - p->ref) / 1e9 / step);
@@ -789,9 +1004,9 @@ int render_svg(const struct cli *cli, FILE *f, struct json_object *doc)
 		double x0 = x_of(p, v.window_from), x1 = x_of(p, v.window_to);
 
 		fprintf(f,
-			"<rect class=\"window\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%.1f\" "
+			"<rect class=\"window\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
 			"fill=\"#d62728\" fill-opacity=\"0.12\"><title>",
-			x0, TOP, x1 - x0 < 2 ? 2 : x1 - x0, bottom - TOP);
+			x0, lane_y(p, 0), x1 - x0 < 2 ? 2 : x1 - x0, bottom - lane_y(p, 0));
 		esc(f, v.window_label);
 		fputs("</title></rect>\n", f);
 		fprintf(f,
@@ -802,7 +1017,19 @@ int render_svg(const struct cli *cli, FILE *f, struct json_object *doc)
 		fputs("</text>\n", f);
 	}
 	bands_of(p, evs);
+	if (p->cs.n_lanes)
+		consumer_lanes(p, evs);
 	requests(p);
+	/* the endpoint's removal, from its lane up through the consumers':
+	 * what each sent after it went to an endpoint no longer in the slice */
+	if (m.removed_ns && p->cs.n_lanes && m.removed_ns >= p->t0 && m.removed_ns <= p->t1) {
+		double x = x_of(p, m.removed_ns);
+
+		fprintf(f,
+			"<line class=\"removal\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			"stroke=\"#0f7c87\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/>\n",
+			x, (double)TOP + CHEAD_H, x, band_y(p, p->ep));
+	}
 	/* the deletion: across every lane */
 	if (m.deletion_ns) {
 		double x = x_of(p, m.deletion_ns);
@@ -821,8 +1048,9 @@ int render_svg(const struct cli *cli, FILE *f, struct json_object *doc)
 			"<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#777777\">%s %zu earlier "
 			"event%s not drawn (kubectl termline show)</text>\n",
 			LEFT + 4, TOP + 12, "\u25c0", p->clipped, p->clipped == 1 ? "" : "s");
-	legend(f, bottom + 60);
+	legend(f, bottom + 60, p->cs.n_lanes > 0);
 	fputs("</svg>\n", f);
+	consumers_done(&p->cs);
 	tl_model_done(&m);
 	json_object_put(fs);
 	free(p);

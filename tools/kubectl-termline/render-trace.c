@@ -18,11 +18,15 @@
 #include "clock.h"
 #include "findings.h"
 
+#define CONSUMER_TRACKS 32 /* a track per consumer up to this many, else per workload or kind */
+
 struct tr {
 	struct json_object *evs;
 	int64_t t0;
 	const char *lane[TL_FINDINGS_MAX_CONTAINERS + 1];
 	size_t nl;
+	struct consumers cs;
+	size_t first_consumer; /* the tid - 1 of the consumers' first track */
 };
 
 static int lane_of(const struct tr *t, const char *c)
@@ -107,6 +111,8 @@ int render_trace(FILE *f, struct json_object *doc)
 		json_object_put(root);
 		return -EINVAL;
 	}
+	if (consumers_build(&m, fs, &t.cs) < 0 || consumers_lanes(&t.cs, CONSUMER_TRACKS) < 0)
+		goto out;
 	t.evs = json_object_new_array();
 	other = json_object_new_object();
 	if (!root || !t.evs || !other || json_object_object_add(root, "traceEvents", t.evs) < 0) {
@@ -142,7 +148,17 @@ int render_trace(FILE *f, struct json_object *doc)
 	for (size_t i = 0; i < t.nl; i++)
 		if (meta(&t, "thread_name", (int)i + 1, t.lane[i]) < 0)
 			goto out;
-	if (meta(&t, "thread_name", (int)t.nl + 1, "findings") < 0)
+	/* who sent: a track per consumer (per workload or kind when many) */
+	t.first_consumer = t.nl;
+	for (size_t i = 0; i < t.cs.n_lanes; i++) {
+		char name[400], sub[64];
+
+		snprintf(name, sizeof(name), "from %s (%s)", t.cs.lane_name[i],
+			 consumers_lane_sub(&t.cs, i, sub, sizeof(sub)));
+		if (meta(&t, "thread_name", (int)(t.first_consumer + i) + 1, name) < 0)
+			goto out;
+	}
+	if (meta(&t, "thread_name", (int)(t.first_consumer + t.cs.n_lanes) + 1, "findings") < 0)
 		goto out;
 	/* spans: preStop (exec in the container before its SIGTERM) and the
 	 * drain (SIGTERM to exit) */
@@ -180,6 +196,33 @@ int render_trace(FILE *f, struct json_object *doc)
 		b = ev_new(&t, name, "b", q->start_ns, lane);
 		e = ev_new(&t, name, "e", q->end_ns, lane);
 		args = json_object_new_object();
+		/* the same request on its consumer's track */
+		if (t.cs.req[i] >= 0 && t.cs.c[t.cs.req[i]].lane >= 0) {
+			char cid[32];
+			int cl = (int)t.first_consumer + t.cs.c[t.cs.req[i]].lane;
+			struct json_object *cb = ev_new(&t, name, "b", q->start_ns, cl),
+					   *ce = ev_new(&t, name, "e", q->end_ns, cl), *ca;
+			const char *cat = q->failed ? "request,failed,consumer" : "request,consumer";
+
+			snprintf(cid, sizeof(cid), "0xc%zx", i + 1);
+			ca = json_object_new_object();
+			if (!cb || !ce || !ca ||
+			    json_object_object_add(cb, "cat", json_object_new_string(cat)) < 0 ||
+			    json_object_object_add(ce, "cat", json_object_new_string(cat)) < 0 ||
+			    json_object_object_add(cb, "id", json_object_new_string(cid)) < 0 ||
+			    json_object_object_add(ce, "id", json_object_new_string(cid)) < 0 ||
+			    json_object_object_add(ca, "requestId",
+						   q->id ? json_object_new_string(q->id) : NULL) < 0 ||
+			    json_object_object_add(
+				ca, "consumer",
+				json_object_new_string(t.cs.c[t.cs.req[i]].who.name)) < 0 ||
+			    json_object_object_add(ca, "peer", json_object_new_string(q->peer)) < 0 ||
+			    json_object_object_add(cb, "args", ca) < 0) {
+				json_object_put(ca);
+				json_object_put(args);
+				goto out;
+			}
+		}
 		if (!b || !e || !args ||
 		    json_object_object_add(
 			b, "cat",
@@ -195,6 +238,8 @@ int render_trace(FILE *f, struct json_object *doc)
 		    json_object_object_add(
 			args, "direction",
 			json_object_new_string(q->inbound ? "inbound" : "outbound")) < 0 ||
+		    (q->peer &&
+		     json_object_object_add(args, "peer", json_object_new_string(q->peer)) < 0) ||
 		    json_object_object_add(b, "args", args) < 0) {
 			json_object_put(args);
 			goto out;
@@ -213,6 +258,16 @@ int render_trace(FILE *f, struct json_object *doc)
 		if (!ty || !at || strcmp(ty, "http.request") == 0)
 			continue;
 		lane = lane_of(&t, c);
+		/* an accepted connection: on its consumer's track */
+		if (strcmp(ty, "tcp.accepted") == 0) {
+			struct peer_who w;
+			struct json_object *idx;
+
+			if (peer_who(doc, json_str(ev, "peer"), &w) == 0 && !w.self &&
+			    json_object_object_get_ex(t.cs.index, w.name, &idx) &&
+			    t.cs.c[json_object_get_int(idx)].lane >= 0)
+				lane = (int)t.first_consumer + t.cs.c[json_object_get_int(idx)].lane;
+		}
 		if ((c && !lane) || (!c && !event_is_api(ev)))
 			continue; /* the sandbox's teardown, an unknown container */
 		describe_event(ev, text, sizeof(text));
@@ -254,7 +309,8 @@ int render_trace(FILE *f, struct json_object *doc)
 		snprintf(name, sizeof(name), "%s (%s)",
 			 json_str(x, "rule") ? json_str(x, "rule") : "?",
 			 json_str(x, "severity") ? json_str(x, "severity") : "?");
-		if (span(&t, name, "finding", from, to > from ? to : from + 1000, (int)t.nl) < 0)
+		if (span(&t, name, "finding", from, to > from ? to : from + 1000,
+			 (int)(t.first_consumer + t.cs.n_lanes)) < 0)
 			goto out;
 		o = json_object_array_get_idx(t.evs, json_object_array_length(t.evs) - 1);
 		args = json_object_new_object();
@@ -274,6 +330,7 @@ int render_trace(FILE *f, struct json_object *doc)
 		? -EIO
 		: 0;
 out:
+	consumers_done(&t.cs);
 	tl_model_done(&m);
 	json_object_put(fs);
 	json_object_put(root);
@@ -290,8 +347,9 @@ int cmd_render(struct cli *cli)
 	if (r != EXIT_FOUND)
 		return r;
 	/* names and IDs escaped as for the terminal: an SVG holds no control
-	 * character, and a trace viewer shows them as text */
-	if (doc_escape(doc) < 0) {
+	 * character, and a trace viewer shows them as text; the consumers
+	 * named first */
+	if (resolve_peers(cli, doc) < 0 || doc_escape(doc) < 0) {
 		json_object_put(doc);
 		return EXIT_USAGE;
 	}

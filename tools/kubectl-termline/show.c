@@ -28,7 +28,31 @@ struct lanes {
 	int width[MAX_LANES];
 	size_t n;
 	int offset_width;
+	int who_width;	 /* the CONSUMER column, 0 without one */
+	int peer_width;	 /* -o wide: PEER (ADDR:PORT) and CONN */
+	bool split_runs; /* runs are one consumer's (few consumers) */
 };
+
+#define WHO_WIDTH 22	   /* the CONSUMER column at most, without -o wide */
+#define SPLIT_CONSUMERS 12 /* runs split by consumer up to this many consumers */
+
+/* Who a request or a connection came from (inbound), or went to
+ * (outbound, "-> NAME"): as the consumer findings name it; "" for an
+ * event without a peer. */
+static void who_of(const struct cli *cli, struct json_object *doc, struct json_object *ev,
+		   char *buf, size_t len)
+{
+	const char *peer = json_str(ev, "peer"), *dir = json_str(ev, "direction");
+	struct peer_who w;
+
+	buf[0] = 0;
+	if (!peer || peer_who(doc, peer, &w) < 0)
+		return;
+	if (dir && strcmp(dir, "outbound") == 0)
+		snprintf(buf, len, "%s %s", cli->utf8 ? "\u2192" : "->", w.name);
+	else
+		snprintf(buf, len, "%s", w.name);
+}
 
 /* The lane of an event: 0 the API server and endpoints (no container), a
  * container's column, -1 a container without one (the sandbox, unknown). */
@@ -63,16 +87,92 @@ static const char *color_of(const struct cli *cli, struct json_object *ev)
 	return "";
 }
 
+/* A left-aligned cell of width columns (UTF-8 counted as columns). */
+static void cell(FILE *f, const char *text, int width)
+{
+	fprintf(f, "  %s%*s", text, width - (int)text_cols(text), "");
+}
+
 static void row(const struct cli *cli, FILE *f, const struct lanes *L, bool key, const char *off,
-		int lane, const char *color, const char *text, const char *suffix)
+		int lane, const char *color, const char *text, const char *suffix,
+		struct json_object *doc, struct json_object *ev, const char *who)
 {
 	fprintf(f, "%s%c %-*s", key ? col(cli, "bold") : "", key ? '>' : ' ', L->offset_width, off);
 	for (size_t i = 0; i < L->n; i++)
 		fprintf(f, "  %s%-*s%s", (int)i == lane ? color : "", L->width[i],
 			(int)i == lane ? "*" : "|",
 			(int)i == lane && *color ? col(cli, "reset") : "");
+	if (L->who_width) {
+		char name[400], cut[400];
+
+		if (who)
+			snprintf(name, sizeof(name), "%s", who);
+		else if (ev)
+			who_of(cli, doc, ev, name, sizeof(name));
+		else
+			name[0] = 0;
+		cut_middle(cli, name, (size_t)L->who_width, cut, sizeof(cut));
+		cell(f, cut, L->who_width);
+	}
+	if (L->peer_width) {
+		char conn[32] = "";
+		int64_t c = 0;
+
+		if (ev && tl_json_int(ev, "conn", &c) && c)
+			snprintf(conn, sizeof(conn), "#%lld", (long long)c);
+		cell(f, ev && json_str(ev, "peer") ? json_str(ev, "peer") : "", L->peer_width);
+		cell(f, conn, 6);
+	}
 	fprintf(f, "  %s%s%s%s%s\n", color, text, suffix, *color || key ? col(cli, "reset") : "",
 		"");
+}
+
+/* An event's text; a request's without its peer when the CONSUMER
+ * column (and under -o wide PEER) says who it was. */
+static void describe_request(const struct lanes *L, struct json_object *ev, char *buf, size_t len)
+{
+	struct json_object *copy = NULL;
+
+	if (L->who_width && json_str(ev, "peer") && json_str(ev, "type") &&
+	    strcmp(json_str(ev, "type"), "http.request") == 0 &&
+	    json_object_deep_copy(ev, &copy, NULL) == 0) {
+		json_object_object_del(copy, "peer");
+		describe_event(copy, buf, len);
+		json_object_put(copy);
+		return;
+	}
+	describe_event(ev, buf, len);
+}
+
+/* consumer name -> the start of its last inbound request at or after the
+ * endpoint's removal (the Pod itself is no consumer) */
+static struct json_object *last_after_removal(const struct cli *cli, const struct tl_model *m)
+{
+	struct json_object *o = json_object_new_object(), *evs = json_path(m->doc, "events");
+
+	for (size_t k = 0; o && evs && k < json_object_array_length(evs); k++) {
+		struct json_object *ev = json_object_array_get_idx(evs, k), *at;
+		const char *ty = json_str(ev, "type"), *dir = json_str(ev, "direction");
+		int64_t start = tl_event_time(ev);
+		struct peer_who w;
+
+		if (!ty || strcmp(ty, "http.request") || !dir || strcmp(dir, "inbound") ||
+		    !json_str(ev, "peer") || peer_who(m->doc, json_str(ev, "peer"), &w) < 0 ||
+		    w.self)
+			continue;
+		if (json_str(ev, "start"))
+			tl_time_parse(json_str(ev, "start"), &start);
+		if (!start || start < m->removed_ns)
+			continue;
+		if (json_object_object_get_ex(o, w.name, &at)) {
+			if (start > json_object_get_int64(at))
+				json_object_set_int64(at, start);
+		} else {
+			json_object_object_add(o, w.name, json_object_new_int64(start));
+		}
+	}
+	(void)cli;
+	return o;
 }
 
 /* Key moments: what the verdict and the picture rest on. */
@@ -114,6 +214,9 @@ static bool is_key(const struct tl_model *m, const struct moments *km, struct js
 /* Requests of one lane and one outcome between two shown events. */
 struct group {
 	int lane;
+	char who[320];	/* the consumer column: the run's consumer, or "N consumers" */
+	char whos[4][320]; /* its distinct consumers, the first four */
+	size_t nwhos;
 	const char *dir, *method, *flags;
 	const char *paths[3]; /* the distinct paths, up to three */
 	size_t npaths;
@@ -125,7 +228,8 @@ struct group {
 	struct json_object *ev; /* the first: a group of one is shown as itself */
 };
 
-static bool group_of(const struct group *g, int lane, struct json_object *ev)
+static bool group_of(const struct lanes *L, const struct group *g, int lane, struct json_object *ev,
+		     const char *who)
 {
 	const char *d = json_str(ev, "direction"), *mt = json_str(ev, "method"),
 		   *fl = json_str(ev, "responseFlags");
@@ -133,21 +237,46 @@ static bool group_of(const struct group *g, int lane, struct json_object *ev)
 
 	tl_json_int(ev, "status", &st);
 	return g->lane == lane && st == g->status && strcmp(d ? d : "", g->dir) == 0 &&
-	       strcmp(mt ? mt : "", g->method) == 0 && strcmp(fl ? fl : "", g->flags) == 0;
+	       strcmp(mt ? mt : "", g->method) == 0 && strcmp(fl ? fl : "", g->flags) == 0 &&
+	       (!L->split_runs || strcmp(who, g->whos[0]) == 0);
+}
+
+/* A run's consumer column: its one consumer, else how many. */
+static void group_who(const struct cli *cli, struct group *g, const char *who)
+{
+	size_t k;
+
+	for (k = 0; k < g->nwhos && k < 4; k++)
+		if (strcmp(g->whos[k], who) == 0)
+			break;
+	if (k == g->nwhos) {
+		if (k < 4)
+			snprintf(g->whos[k], sizeof(g->whos[k]), "%s", who);
+		g->nwhos++;
+	}
+	if (g->nwhos == 1)
+		snprintf(g->who, sizeof(g->who), "%s", g->whos[0]);
+	else
+		snprintf(g->who, sizeof(g->who), "%s%zu consumers", g->nwhos > 4 ? "> " : "",
+			 g->nwhos > 4 ? (size_t)4 : g->nwhos);
+	(void)cli;
 }
 
 static void flush_groups(const struct cli *cli, FILE *f, const struct lanes *L,
 			 const struct tl_model *m, struct group *g, size_t *ng, size_t *lines)
 {
+	struct json_object *doc = m->doc;
+
 	for (size_t i = 0; i < *ng; i++) {
 		char off[OFFSET_LEN], span[96], text[1024], ids[300] = "";
 		const char *fl = *g[i].flags && strcmp(g[i].flags, "-") ? g[i].flags : "";
 		char status[32];
 
 		if (g[i].n == 1) {
-			describe_event(g[i].ev, text, sizeof(text));
+			describe_request(L, g[i].ev, text, sizeof(text));
 			row(cli, f, L, false, fmt_offset(off, g[i].first, m->ref_ns), g[i].lane,
-			    g[i].failed ? col(cli, "red") : col(cli, "green"), text, "");
+			    g[i].failed ? col(cli, "red") : col(cli, "green"), text, "", doc,
+			    g[i].ev, NULL);
 			(*lines)++;
 			continue;
 		}
@@ -180,7 +309,8 @@ static void flush_groups(const struct cli *cli, FILE *f, const struct lanes *L,
 				 fl, span, ids);
 		}
 		row(cli, f, L, false, fmt_offset(off, g[i].first, m->ref_ns), g[i].lane,
-		    g[i].failed ? col(cli, "red") : col(cli, "green"), text, "");
+		    g[i].failed ? col(cli, "red") : col(cli, "green"), text, "", doc, NULL,
+		    g[i].who);
 		(*lines)++;
 	}
 	*ng = 0;
@@ -191,6 +321,7 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc,
 {
 	struct tl_model m;
 	struct json_object *evs = json_path(doc, "events");
+	struct json_object *last_sent = NULL;
 	struct lanes L = {.offset_width = 9};
 	struct group groups[GROUPS_MAX];
 	struct moments km = {0};
@@ -220,6 +351,35 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc,
 	for (size_t k = 0; k < n; k++)
 		if (!tl_event_time(json_object_array_get_idx(evs, k)))
 			L.offset_width = 12; /* "invalid time" */
+	/* the CONSUMER column, when the document says who sent */
+	{
+		struct json_object *names = json_object_new_object();
+		int natural = 0, peer = 0;
+
+		for (size_t k = 0; names && k < n; k++) {
+			struct json_object *ev = json_object_array_get_idx(evs, k);
+			char who[400];
+
+			if (!json_str(ev, "peer"))
+				continue;
+			who_of(cli, doc, ev, who, sizeof(who));
+			if ((int)text_cols(who) > natural)
+				natural = (int)text_cols(who);
+			if ((int)text_cols(json_str(ev, "peer")) > peer)
+				peer = (int)text_cols(json_str(ev, "peer"));
+			if (json_object_object_length(names) <= SPLIT_CONSUMERS)
+				json_object_object_add(names, who, NULL);
+		}
+		if (natural) {
+			L.who_width = natural < 8 ? 8 : natural;
+			if (!output_is(cli, "wide") && L.who_width > WHO_WIDTH)
+				L.who_width = WHO_WIDTH;
+			L.split_runs = names && json_object_object_length(names) <= SPLIT_CONSUMERS;
+			if (output_is(cli, "wide"))
+				L.peer_width = peer < 4 ? 4 : peer;
+		}
+		json_object_put(names);
+	}
 
 	snprintf(text, sizeof(text), "%s%s/%s%s (node %s, grace %d s, %s%s%s): %s%s%s",
 		 col(cli, "bold"), m.ns ? m.ns : "?", m.name ? m.name : "?", col(cli, "reset"),
@@ -243,15 +403,37 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc,
 	fprintf(f, "  %-*s", L.offset_width, "OFFSET");
 	for (size_t i = 0; i < L.n; i++)
 		fprintf(f, "  %-*s", L.width[i], L.name[i]);
+	if (L.who_width)
+		cell(f, "CONSUMER", L.who_width);
+	if (L.peer_width) {
+		cell(f, "PEER", L.peer_width);
+		cell(f, "CONN", 6);
+	}
 	fprintf(f, "  EVENT\n");
+	/* each consumer's last request after the endpoint's removal is a key
+	 * moment: how long it kept routing to a removed endpoint */
+	if (L.who_width && m.removed_ns)
+		last_sent = last_after_removal(cli, &m);
 
 	for (size_t k = 0; k < n; k++) {
 		struct json_object *ev = json_object_array_get_idx(evs, k);
 		const char *ty = json_str(ev, "type"), *c = json_str(ev, "container");
-		int64_t t = tl_event_time(ev);
+		int64_t t = tl_event_time(ev), start = t;
 		bool req = ty && strcmp(ty, "http.request") == 0, key = is_key(&m, &km, ev, t);
+		bool last = false;
 		int lane = c || event_is_api(ev) ? lane_of(&L, c) : -1;
-		char off[OFFSET_LEN], desc[1024], suffix[300] = "";
+		char off[OFFSET_LEN], desc[1024], suffix[300] = "", who[400] = "";
+
+		if (req && last_sent && json_str(ev, "peer")) {
+			struct json_object *at;
+
+			if (json_str(ev, "start"))
+				tl_time_parse(json_str(ev, "start"), &start);
+			who_of(cli, doc, ev, who, sizeof(who));
+			last = json_object_object_get_ex(last_sent, who, &at) &&
+			       json_object_get_int64(at) == start;
+			key |= last;
+		}
 
 		if (cli->has_since && t && t < m.ref_ns + cli->since_ns)
 			continue;
@@ -268,8 +450,10 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc,
 			if (!cli->show_failed && t) {
 				if (json_str(ev, "start"))
 					tl_time_parse(json_str(ev, "start"), &start);
+				if (L.who_width)
+					who_of(cli, doc, ev, who, sizeof(who));
 				for (size_t i = 0; i < ng && !g; i++)
-					if (group_of(&groups[i], lane, ev))
+					if (group_of(&L, &groups[i], lane, ev, who))
 						g = &groups[i];
 				if (!g && ng == GROUPS_MAX)
 					flush_groups(cli, f, &L, &m, groups, &ng, &lines);
@@ -291,6 +475,7 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc,
 					g->ev = ev;
 				}
 				g->n++;
+				group_who(cli, g, who);
 				{
 					size_t k;
 
@@ -318,7 +503,7 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc,
 			hidden++;
 			continue;
 		}
-		describe_event(ev, desc, sizeof(desc));
+		describe_request(&L, ev, desc, sizeof(desc));
 		if (lane < 0 && c)
 			snprintf(suffix, sizeof(suffix), " (%s%s)", c,
 				 tl_model_ctr(&m, c) >= 0 && m.ctr[tl_model_ctr(&m, c)].sandbox
@@ -336,19 +521,29 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc,
 
 			if (json_str(ev, "start"))
 				tl_time_parse(json_str(ev, "start"), &start);
-			snprintf(suffix + strlen(suffix), sizeof(suffix) - strlen(suffix), "  %s",
-				 start == km.first_fail && start == km.last_fail
-				     ? "<- the failed request"
-				 : start == km.first_fail ? "<- first failed"
-							  : "<- last failed");
+			if (start == km.first_fail || start == km.last_fail)
+				snprintf(suffix + strlen(suffix), sizeof(suffix) - strlen(suffix),
+					 "  %s",
+					 start == km.first_fail && start == km.last_fail
+					     ? "<- the failed request"
+					 : start == km.first_fail ? "<- first failed"
+								  : "<- last failed");
+			if (last) {
+				char d[OFFSET_LEN];
+
+				snprintf(suffix + strlen(suffix), sizeof(suffix) - strlen(suffix),
+					 "  <- its last, %s after the endpoint's removal",
+					 fmt_secs(d, start - m.removed_ns));
+			}
 		}
 		row(cli, f, &L, key, fmt_offset(off, t, m.ref_ns), lane,
-		    lane < 0 ? col(cli, "dim") : color_of(cli, ev), desc, suffix);
+		    lane < 0 ? col(cli, "dim") : color_of(cli, ev), desc, suffix, doc, ev, NULL);
 		lines++;
 	}
 	flush_groups(cli, f, &L, &m, groups, &ng, &lines);
 	if (hidden && cli->show_failed)
 		fprintf(f, "(%zu other events not shown: --all lists them)\n", hidden);
+	json_object_put(last_sent);
 	tl_model_done(&m);
 	return EXIT_FOUND;
 }
@@ -361,9 +556,10 @@ int cmd_show(struct cli *cli)
 	r = load_doc(cli, cli->args[0], &doc, false, NULL);
 	if (r != EXIT_FOUND)
 		return r;
-	if (!output_is(cli, "text")) {
+	if (!output_is(cli, "text") && !output_is(cli, "wide")) {
 		r = print_structured(cli, doc);
-	} else if (doc_escape(doc) < 0 || doc_findings(doc, &fs) < 0) {
+	} else if (resolve_peers(cli, doc) < 0 || doc_escape(doc) < 0 ||
+		   doc_findings(doc, &fs) < 0) {
 		cli_err(cli, "%s: not a timeline document", tx(cli->args[0]));
 		r = EXIT_USAGE;
 	} else {

@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "findings.h"
 #include "json-util.h"
 #include "term-escape.h"
@@ -346,6 +347,15 @@ void wrap(const struct cli *cli, FILE *f, int first_indent, int indent, const ch
 
 		while (*p && *p != ' ')
 			p++;
+		/* a number and its unit stay together ("1.908 s", "1.908 s.") */
+		if (*p == ' ' && p > w && p[-1] >= '0' && p[-1] <= '9' &&
+		    (p[1] == 's' || (p[1] == 'm' && p[2] == 's'))) {
+			const char *u = p + 1 + (p[1] == 'm');
+
+			if (!u[1] || strchr(" .,;:)", u[1]))
+				for (p = u + 1; *p && *p != ' ';)
+					p++;
+		}
 		len = (size_t)(p - w);
 		snprintf(word, sizeof(word), "%.*s",
 			 (int)(len < sizeof(word) ? len : sizeof(word) - 1), w);
@@ -501,6 +511,7 @@ const char *kind_name(struct json_object *ev)
 	    {"http.request", "HTTP request"},
 	    {"http2.goaway", "HTTP/2 GOAWAY"},
 	    {"http2.rst_stream", "HTTP/2 stream reset"},
+	    {"tcp.accepted", "connections accepted"},
 	    {"events.aggregated", "events aggregated"},
 	};
 	const char *t = json_str(ev, "type");
@@ -575,12 +586,29 @@ void describe_event(struct json_object *ev, char *buf, size_t len)
 		else
 			snprintf(status, sizeof(status), "no response");
 		snprintf(buf, len, "%s %s %s%s%s %s -> %s%s%s id=%s (%.0f ms)", S("direction"),
-			 S("method"), S("path"), peer ? " from " : "", peer ? peer : "",
+			 S("method"), S("path"),
+			 !peer					       ? ""
+			 : json_str(ev, "direction") &&
+				 strcmp(json_str(ev, "direction"), "outbound") == 0
+			     ? " to "
+			     : " from ",
+			 peer ? peer : "",
 			 json_str(ev, "source") && strcmp(json_str(ev, "source"), "log") == 0
 			     ? "[log]"
 			     : "[socket]",
 			 status, fl && strcmp(fl, "-") ? " " : "", fl && strcmp(fl, "-") ? fl : "",
 			 json_str(ev, "requestId") ? json_str(ev, "requestId") : "-", ms);
+	} else if (strcmp(t, "tcp.accepted") == 0) {
+		long long n = jint(ev, "count");
+		int64_t first = tl_event_time(ev), last = 0;
+		char d[OFFSET_LEN] = "";
+
+		if (n > 1 && json_str(ev, "last") && tl_time_parse(json_str(ev, "last"), &last) == 0 &&
+		    first && last >= first)
+			fmt_secs(d, last - first);
+		snprintf(buf, len, "accepted %lld connection%s on :%lld from %s%s%s%s", n > 1 ? n : 1,
+			 n > 1 ? "s" : "", jint(ev, "port"), S("peer"), n > 1 ? " (the first)" : "",
+			 d[0] ? " over " : "", d);
 	} else if (strcmp(t, "events.aggregated") == 0)
 		snprintf(buf, len, "%lld x %s (aggregated)", jint(ev, "count"),
 			 S("aggregatedType"));

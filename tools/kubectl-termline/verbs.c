@@ -36,8 +36,8 @@ const struct verb CLI_VERBS[] = {
     {
 	.name = "show",
 	.fn = cmd_show,
-	.flags = CONN | F_NS | F_OUTPUT | F_COLOR | F_ALL | F_FAILED | F_SINCE,
-	.outputs = "text|json|yaml",
+	.flags = CONN | F_NS | F_OUTPUT | F_COLOR | F_ALL | F_FAILED | F_SINCE | F_NO_RESOLVE,
+	.outputs = "text|wide|json|yaml",
 	.min_args = 1,
 	.max_args = 1,
 	.synopsis = TARGET " [--all | --failed] [--since OFFSET] [flags]",
@@ -79,7 +79,7 @@ const struct verb CLI_VERBS[] = {
     {
 	.name = "render",
 	.fn = cmd_render,
-	.flags = CONN | F_NS | F_OUTPUT | F_OUT,
+	.flags = CONN | F_NS | F_OUTPUT | F_OUT | F_NO_RESOLVE,
 	.outputs = "svg|trace",
 	.min_args = 1,
 	.max_args = 1,
@@ -103,25 +103,38 @@ const struct verb CLI_VERBS[] = {
     {
 	.name = "check",
 	.fn = cmd_check,
-	.flags = CONN | F_NS | F_OUTPUT | F_COLOR | F_MAXFAIL | F_GRACEFUL | F_LAG,
+	.flags = CONN | F_NS | F_OUTPUT | F_COLOR | F_MAXFAIL | F_MAXRATIO | F_GRACEFUL | F_LAG |
+		 F_SINCE | F_REVISION,
 	.outputs = "text|json|yaml|junit",
 	.min_args = 1,
 	.max_args = -1,
-	.synopsis = TARGET "... [--max-failed-requests N] [--require-graceful] "
-			   "[--max-endpoint-lag SECONDS] [flags]",
+	.synopsis = TARGET "... | deployment/NAME [--since TIME|DURATION] [--revision N]\n"
+			   "      [--max-failed-requests N] [--max-failed-ratio R] [--require-graceful]"
+			   "\n      [--max-endpoint-lag SECONDS] [flags]",
 	.summary = "a gate for pipelines: exit 0 pass, 1 fail, 2 missing or incomplete",
 	.help = "One PASS or FAIL line per Pod and assertion, with its evidence. Without an "
 		"assertion, --max-failed-requests 0 is asserted: never a silent pass. "
+		"--max-failed-ratio R: at most R (0.01, or 1%) of the captured requests failed. "
 		"--require-graceful: no container SIGKILLed or ignoring SIGTERM, and a deletion "
 		"recorded. --max-endpoint-lag S: the endpoint left every slice at most S seconds "
-		"after the app stopped serving. -o json or yaml: every result as data; -o junit: "
-		"JUnit XML for a CI's test report. Exit status 0 when every assertion passed, 1 "
-		"when one failed, 2 when a timeline is missing or incomplete.",
+		"after the app stopped serving. deployment/NAME: the Pods of its replaced "
+		"ReplicaSets (as rollout finds them) replaced since the current revision's "
+		"ReplicaSet was created, or since --since (a time, or how long ago), or of "
+		"--revision N; --max-failed-requests and --max-failed-ratio are then asserted over "
+		"all of them together, the others per Pod. -o json or yaml: every result as data; "
+		"-o junit: JUnit XML for a CI's test report. Exit status 0 when every assertion "
+		"passed, 1 when one failed, 2 when a timeline is missing or incomplete, or a "
+		"Deployment has no replaced Pod with a timeline (nothing to judge is no pass).",
 	.examples = "  # fail the pipeline if any request failed while the old Pods went away\n"
 		    "  kubectl termline check shop/web-5d9c7-x2x9q shop/web-5d9c7-k8d2f\n"
-		    "  # graceful, at most 0.5 s of endpoint lag, as a JUnit report\n"
-		    "  kubectl termline check shop/web-5d9c7-x2x9q --require-graceful "
-		    "--max-endpoint-lag 0.5 -o junit > termline.xml\n",
+		    "  # the rollout gate: the Pods this rollout of web replaced\n"
+		    "  kubectl termline check deployment/web -n shop --max-failed-requests 0\n"
+		    "  # at most 0.1 % failed, Pods replaced in the last 15 minutes\n"
+		    "  kubectl termline check deployment/web -n shop --since 15m "
+		    "--max-failed-ratio 0.001\n"
+		    "  # revision 4's Pods, graceful, as a JUnit report\n"
+		    "  kubectl termline check deployment/web -n shop --revision 4 "
+		    "--require-graceful -o junit > termline.xml\n",
     },
     {
 	.name = "rollout",
@@ -205,7 +218,12 @@ static const struct {
     {F_SINCE, "    --since OFFSET",
      "from this offset from the deletion on (\"-2s\", \"0\", "
      "\"500ms\")"},
-    {F_MAXFAIL, "    --max-failed-requests N", "assert at most N failed requests"},
+    {F_SINCE, "    --since TIME|DURATION",
+     "Pods replaced since then (2026-12-04T17:00:00Z) or for that long (\"15m\")"},
+    {F_MAXFAIL, "    --max-failed-requests N",
+     "assert at most N failed requests (a Deployment: in all its replaced Pods)"},
+    {F_MAXRATIO, "    --max-failed-ratio R",
+     "assert at most R of the captured requests failed (0.01 or 1%)"},
     {F_GRACEFUL, "    --require-graceful",
      "assert no SIGKILL, no ignored SIGTERM, a "
      "deletion recorded"},
@@ -213,6 +231,7 @@ static const struct {
      "assert the endpoint left at most this long "
      "after the app stopped serving"},
     {F_REVISION, "    --revision N", "that revision's ReplicaSet (default: every replaced one)"},
+    {F_REVISION, "    --revision N", "the Pods of that revision's ReplicaSet"},
     {F_NO_RESOLVE, "    --no-resolve",
      "do not ask the API server who the peers were (with --from, "
      "peers are named only when --kubeconfig is given too)"},
@@ -317,6 +336,11 @@ int cli_help(const struct cli *cli, const struct verb *v, FILE *f)
 
 			if (!(v->flags & FLAG_HELP[i].bit))
 				continue;
+			/* --since and --revision read differently in check */
+			if ((FLAG_HELP[i].bit == F_SINCE || FLAG_HELP[i].bit == F_REVISION) &&
+			    (v->fn == cmd_check) != (i + 1 < sizeof(FLAG_HELP) / sizeof(FLAG_HELP[0]) &&
+						     FLAG_HELP[i + 1].bit != FLAG_HELP[i].bit))
+				continue;
 			if (FLAG_HELP[i].bit == F_OUTPUT) {
 				char fmts[64];
 
@@ -336,7 +360,7 @@ int cli_help(const struct cli *cli, const struct verb *v, FILE *f)
 	if (v->fn == cmd_check)
 		fputs(
 		    "\nExit status: 0 every assertion passed, 1 one failed, 2 a timeline missing\n"
-		    "or incomplete, or bad usage.\n",
+		    "or incomplete, a Deployment without a replaced Pod's timeline, or bad usage.\n",
 		    f);
 	else if (v->flags & F_FROM)
 		fputs("\nExit status: 0 found, 1 not found, 2 bad usage or unreachable source.\n",

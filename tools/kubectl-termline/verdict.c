@@ -187,10 +187,56 @@ static void cause_resets(const struct tl_model *m, struct json_object *f, char *
 	snprintf(buf, len, "%lld TCP reset%s during the drain", n, n == 1 ? "" : "s");
 }
 
+/* The worst consumer, in the words of the finding's summary, from its
+ * numbers: "mesh/api-gateway-0 kept sending 1.908 s after the endpoint
+ * was removed: 19 requests, 19 failed". */
+static void cause_consumers(const struct tl_model *m, struct json_object *f, char *buf, size_t len)
+{
+	struct json_object *w = json_object_array_get_idx(json_path(f, "consumers"), 0);
+	struct json_object *lag = json_path(w, "lagSeconds");
+	const char *name = json_str(w, "consumer");
+	long long n = 0, failed = 0, after = 0;
+	char d[OFFSET_LEN];
+
+	(void)m;
+	if (!name || !lag ||
+	    !(json_object_is_type(lag, json_type_double) || json_object_is_type(lag, json_type_int))) {
+		snprintf(buf, len, "consumers kept sending after the endpoint was removed");
+		return;
+	}
+	n = json_object_get_int64(json_path(w, "requestsAfterRemoval"));
+	failed = json_object_get_int64(json_path(w, "failedAfterRemoval"));
+	num_int(f, "consumersAfterRemoval", &after);
+	snprintf(buf, len, "%s kept sending %s after the endpoint was removed: %lld request%s, %lld "
+		 "failed%s",
+		 name, fmt_secs(d, llround(json_object_get_double(lag) * 1e9)), n, n == 1 ? "" : "s",
+		 failed, after > 1 ? " (the slowest of the consumers)" : "");
+}
+
+static void cause_keepalive(const struct tl_model *m, struct json_object *f, char *buf, size_t len)
+{
+	struct json_object *last = json_path(json_path(f, "numbers"), "lastRequestAfterCutoffSeconds");
+	long long n = 0, told = 0;
+	bool sigterm = false;
+	char d[OFFSET_LEN];
+
+	/* the rule's cutoff: the first SIGTERM, else the endpoint's removal */
+	for (size_t i = 0; i < m->n_ctr; i++)
+		sigterm |= m->ctr[i].sigterm_ns != 0;
+	num_int(f, "connections", &n);
+	num_int(f, "toldToClose", &told);
+	snprintf(buf, len,
+		 "%lld keep-alive connection%s opened before %s still carried requests %s after "
+		 "it, %s told to close",
+		 n, n == 1 ? "" : "s", sigterm ? "SIGTERM" : "the endpoint's removal",
+		 fmt_secs(d, last ? llround(json_object_get_double(last) * 1e9) : 0),
+		 told == 0 ? "none" : told >= n ? "all" : "not all");
+}
+
 static const struct story {
 	const char *rule;
 	cause_fn cause;
-	const char *from, *to; /* the failure window in "numbers" */
+	const char *from, *to; /* the failure window in "numbers"; "+KEY": from + KEY seconds */
 	const char *lens;      /* how the finding sees the requests it covers */
 } STORIES[] = {
     {"requests_after_listener_closed", cause_listener, "listenerClosedS", "endpointRemovedS",
@@ -206,6 +252,10 @@ static const struct story {
      "ended by a reset or without a response"},
     {"endpoint_removal_lag", cause_lag, "appStoppedServingS", "removedS",
      "sent while the endpoint was still in the slice"},
+    {"traffic_after_endpoint_removed", cause_consumers, "removedS", "+maxLagSeconds",
+     "sent by the consumers from the deletion on"},
+    {"keepalive_across_drain", cause_keepalive, "cutoffS", "+lastRequestAfterCutoffSeconds",
+     "sent on keep-alive connections opened before the drain"},
 };
 
 static const struct story *story_of(struct json_object *f)
@@ -218,12 +268,30 @@ static const struct story *story_of(struct json_object *f)
 	return NULL;
 }
 
+/* The end of a story's window: a time of "numbers", or its start plus a
+ * duration of them ("+KEY"). */
+static int64_t window_to(const struct tl_model *m, struct json_object *f, const struct story *st,
+			 int64_t from)
+{
+	struct json_object *v;
+
+	if (!st || !st->to)
+		return 0;
+	if (st->to[0] != '+')
+		return num_time(m, f, st->to);
+	v = json_path(json_path(f, "numbers"), st->to + 1);
+	if (!from || !v ||
+	    !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
+		return 0;
+	return from + llround(json_object_get_double(v) * 1e9);
+}
+
 bool finding_window(const struct tl_model *m, struct json_object *f, int64_t *from, int64_t *to)
 {
 	const struct story *st = story_of(f);
 
 	*from = st && st->from ? num_time(m, f, st->from) : 0;
-	*to = st && st->to ? num_time(m, f, st->to) : 0;
+	*to = window_to(m, f, st, *from);
 	if (!*from)
 		*from = num_time(m, f, "firstFailedS");
 	if (!*to || *to < *from)
@@ -390,7 +458,7 @@ int verdict_build(const struct cli *cli, const struct tl_model *m, struct json_o
 			cause_generic(v->primary, cause, sizeof(cause));
 		if (st && st->from) {
 			v->window_from = num_time(m, v->primary, st->from);
-			v->window_to = num_time(m, v->primary, st->to);
+			v->window_to = window_to(m, v->primary, st, v->window_from);
 		}
 	}
 	if (v->failed) {
@@ -543,14 +611,28 @@ static void preStop_fix(const struct cli *cli, FILE *f, const struct tl_model *m
 	struct json_object *reco = json_path(fx, "recommendation"), *gate = json_path(reco, "gate");
 	int64_t cover = num_time(m, fx, "coverUntilS");
 	long need = grace_needed(m, ctr, value);
-	char at[OFFSET_LEN], stop[OFFSET_LEN], text[512];
+	char at[OFFSET_LEN], stop[OFFSET_LEN], text[800], until[400];
+	const char *rule = json_str(fx, "rule");
 	int ind;
 
+	snprintf(until, sizeof(until), "%s",
+		 cover ? "its endpoint has left every slice" : "the last request has reached it");
+	/* the consumers' rule: until its slowest consumer stopped sending */
+	if (!cover && rule && strcmp(rule, "traffic_after_endpoint_removed") == 0) {
+		struct json_object *w = json_object_array_get_idx(json_path(fx, "consumers"), 0);
+		struct json_object *lag = json_path(json_path(fx, "numbers"), "maxLagSeconds");
+		int64_t removed = num_time(m, fx, "removedS");
+
+		if (removed && lag && json_str(w, "consumer")) {
+			cover = removed + llround(json_object_get_double(lag) * 1e9);
+			snprintf(until, sizeof(until), "its slowest consumer, %s, stopped sending",
+				 json_str(w, "consumer"));
+		}
+	}
 	snprintf(text, sizeof(text),
 		 "%sFix:%s hold %s in a %ld s preStop sleep, so that it still serves until %s "
 		 "(%s; + 1 s margin, rounded up):",
-		 col(cli, "green"), col(cli, "reset"), ctr, value,
-		 cover ? "its endpoint has left every slice" : "the last request has reached it",
+		 col(cli, "green"), col(cli, "reset"), ctr, value, until,
 		 fmt_offset(at, cover ? cover : m->ref_ns, m->ref_ns));
 	wrap(cli, f, 0, 2, text);
 	ind = patch_head(cli, f, m);
@@ -618,9 +700,12 @@ int verdict_print_fix(const struct cli *cli, FILE *f, const struct tl_model *m,
 	if (!reco || !setting)
 		return 0;
 	val = json_path(reco, "value");
+	/* "containers[]": a rule that names no container means the app's */
+	if (strstr(setting, "containers[]"))
+		snprintf(ctr, sizeof(ctr), "%s", main_name(m));
 	if (strstr(setting, "lifecycle.preStop.sleep.seconds") &&
-	    setting_container(setting, ctr, sizeof(ctr)) && val &&
-	    json_object_is_type(val, json_type_int)) {
+	    (strstr(setting, "containers[]") || setting_container(setting, ctr, sizeof(ctr))) &&
+	    val && json_object_is_type(val, json_type_int)) {
 		preStop_fix(cli, f, m, v->fix, ctr, (long)json_object_get_int64(val));
 		return 1;
 	}
