@@ -20,6 +20,8 @@ static struct source *peer_src;
 static struct tl_peers *peers;
 static bool peers_off;
 static struct json_object *rollout_agg;
+/* The source keeps a pointer to its cli: the API's copy lives as long. */
+static struct cli peer_cli;
 
 static int api_get(void *ud, const char *path, struct json_object **ret)
 {
@@ -44,11 +46,11 @@ int resolve_peers(const struct cli *cli, struct json_object *doc)
 	if (peers_off || cli->no_resolve || (cli->from && !cli->kubeconfig))
 		return 0;
 	if (!peers) {
-		struct cli api = *cli;
 		struct tl_peers_config cfg = { .get = api_get };
 
-		api.from = NULL;
-		r = source_open(&api, &peer_src, &e);
+		peer_cli = *cli;
+		peer_cli.from = NULL;
+		r = source_open(&peer_cli, &peer_src, &e);
 		if (r == 0) {
 			cfg.userdata = peer_src;
 			r = tl_peers_new(&cfg, &peers);
