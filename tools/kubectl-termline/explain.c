@@ -360,12 +360,19 @@ int cmd_explain(struct cli *cli)
 	r = load_doc(cli, cli->args[0], &doc, false, NULL);
 	if (r != EXIT_FOUND)
 		return r;
-	/* text: every string escaped for the terminal; json and yaml: exact */
+	/* The peers' names from the API first, so the escape below covers
+	 * them too. text: every string escaped for the terminal; json and
+	 * yaml: exact. */
+	if (resolve_peers(cli, doc) < 0) {
+		cli_err(cli, "%s: not a timeline document", cli->args[0]);
+		json_object_put(doc);
+		return EXIT_USAGE;
+	}
 	if (output_is(cli, "text") && doc_escape(doc) < 0) {
 		json_object_put(doc);
 		return EXIT_USAGE;
 	}
-	if (resolve_peers(cli, doc) < 0 || doc_findings(doc, &fs) < 0) {
+	if (doc_findings(doc, &fs) < 0) {
 		cli_err(cli, "%s: not a timeline document", cli->args[0]);
 		json_object_put(doc);
 		return EXIT_USAGE;

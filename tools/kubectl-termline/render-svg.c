@@ -405,12 +405,13 @@ static void bands_of(struct pic *p, struct json_object *evs)
 			     "#0b6b74");
 	}
 	for (int i = 0; i < p->nl; i++) {
-		const struct tl_ctr *c = &m->ctr[p->lanes[i].ctr];
+		const struct tl_ctr *c;
 		int64_t up, closed, term, pre;
 		int port;
 
 		if (p->lanes[i].kind != LANE_CONTAINER)
 			continue;
+		c = &m->ctr[p->lanes[i].ctr]; /* other lanes have no container (-1) */
 		up = c->listen_ns ? c->listen_ns : (c->listen_closed_ns ? p->t0 : 0);
 		closed = c->listen_closed_ns ? c->listen_closed_ns
 			 : c->exit_ns	     ? c->exit_ns
