@@ -17,37 +17,46 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const formats[] = {
-	/* Istio's default text format since 1.8, with the \n users copy. */
-	"[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" %RESPONSE_CODE% "
-	"%RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS% %CONNECTION_TERMINATION_DETAILS% "
-	"\"%UPSTREAM_TRANSPORT_FAILURE_REASON%\" %BYTES_RECEIVED% %BYTES_SENT% %DURATION% "
-	"%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% \"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" "
-	"\"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" \"%UPSTREAM_HOST%\" %UPSTREAM_CLUSTER% "
-	"%UPSTREAM_LOCAL_ADDRESS% %DOWNSTREAM_LOCAL_ADDRESS% %DOWNSTREAM_REMOTE_ADDRESS% "
-	"%REQUESTED_SERVER_NAME% %ROUTE_NAME%\\n",
-	/* Kuma's TCP and HTTP formats: unknown operators, no method. */
-	"[%START_TIME%] %RESPONSE_FLAGS% %KUMA_MESH% %KUMA_SOURCE_ADDRESS_WITHOUT_PORT%(%KUMA_SOURCE_SERVICE%)->"
-	"%UPSTREAM_HOST%(%KUMA_DESTINATION_SERVICE%) took %DURATION%ms, sent %BYTES_SENT% bytes, received: "
-	"%BYTES_RECEIVED% bytes",
-	"[%START_TIME%] %KUMA_MESH% \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" "
-	"%RESPONSE_CODE% %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION% "
-	"%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% \"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" "
-	"\"%REQ(X-B3-TRACEID?X-DATADOG-TRACEID)%\" \"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" "
-	"\"%KUMA_SOURCE_SERVICE%\" \"%KUMA_DESTINATION_SERVICE%\" \"%KUMA_SOURCE_ADDRESS_WITHOUT_PORT%\" "
-	"\"%UPSTREAM_HOST%\"",
-	/* A JSON mapping with gRPC's status and operators termline skips. */
-	"{\"start_time\": \"%START_TIME%\", \"method\": \"%REQ(:METHOD)%\", \"path\": "
-	"\"%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%\", \"protocol\": \"%PROTOCOL%\", \"response_code\": "
-	"\"%RESPONSE_CODE%\", \"response_flags\": \"%RESPONSE_FLAGS%\", \"response_code_details\": "
-	"\"%RESPONSE_CODE_DETAILS%\", \"duration\": \"%DURATION%\", \"request_id\": \"%REQ(X-REQUEST-ID)%\", "
-	"\"upstream_host\": \"%UPSTREAM_HOST%\", \"upstream_cluster\": \"%UPSTREAM_CLUSTER_RAW%\", "
-	"\"downstream_remote_address\": \"%DOWNSTREAM_REMOTE_ADDRESS%\", \"grpc_status\": \"%GRPC_STATUS%\", "
-	"\"request_duration\": \"%REQUEST_DURATION%\"}",
-	/* Envoy's default format. */
-	"[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" %RESPONSE_CODE% "
-	"%RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION% %RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% "
-	"\"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" \"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" "
-	"\"%UPSTREAM_HOST%\"\\n",
+    /* Istio's default text format since 1.8, with the \n users copy. */
+    "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" "
+    "%RESPONSE_CODE% "
+    "%RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS% %CONNECTION_TERMINATION_DETAILS% "
+    "\"%UPSTREAM_TRANSPORT_FAILURE_REASON%\" %BYTES_RECEIVED% %BYTES_SENT% %DURATION% "
+    "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% \"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" "
+    "\"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" \"%UPSTREAM_HOST%\" %UPSTREAM_CLUSTER% "
+    "%UPSTREAM_LOCAL_ADDRESS% %DOWNSTREAM_LOCAL_ADDRESS% %DOWNSTREAM_REMOTE_ADDRESS% "
+    "%REQUESTED_SERVER_NAME% %ROUTE_NAME%\\n",
+    /* Kuma's TCP and HTTP formats: unknown operators, no method. */
+    "[%START_TIME%] %RESPONSE_FLAGS% %KUMA_MESH% "
+    "%KUMA_SOURCE_ADDRESS_WITHOUT_PORT%(%KUMA_SOURCE_SERVICE%)->"
+    "%UPSTREAM_HOST%(%KUMA_DESTINATION_SERVICE%) took %DURATION%ms, sent %BYTES_SENT% bytes, "
+    "received: "
+    "%BYTES_RECEIVED% bytes",
+    "[%START_TIME%] %KUMA_MESH% \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" "
+    "%RESPONSE_CODE% %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION% "
+    "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% \"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" "
+    "\"%REQ(X-B3-TRACEID?X-DATADOG-TRACEID)%\" \"%REQ(X-REQUEST-ID)%\" \"%REQ(:AUTHORITY)%\" "
+    "\"%KUMA_SOURCE_SERVICE%\" \"%KUMA_DESTINATION_SERVICE%\" "
+    "\"%KUMA_SOURCE_ADDRESS_WITHOUT_PORT%\" "
+    "\"%UPSTREAM_HOST%\"",
+    /* A JSON mapping with gRPC's status and operators termline skips. */
+    "{\"start_time\": \"%START_TIME%\", \"method\": \"%REQ(:METHOD)%\", \"path\": "
+    "\"%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%\", \"protocol\": \"%PROTOCOL%\", \"response_code\": "
+    "\"%RESPONSE_CODE%\", \"response_flags\": \"%RESPONSE_FLAGS%\", \"response_code_details\": "
+    "\"%RESPONSE_CODE_DETAILS%\", \"duration\": \"%DURATION%\", \"request_id\": "
+    "\"%REQ(X-REQUEST-ID)%\", "
+    "\"upstream_host\": \"%UPSTREAM_HOST%\", \"upstream_cluster\": \"%UPSTREAM_CLUSTER_RAW%\", "
+    "\"downstream_remote_address\": \"%DOWNSTREAM_REMOTE_ADDRESS%\", \"grpc_status\": "
+    "\"%GRPC_STATUS%\", "
+    "\"request_duration\": \"%REQUEST_DURATION%\"}",
+    /* Envoy's default format. */
+    "[%START_TIME%] \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" "
+    "%RESPONSE_CODE% "
+    "%RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION% "
+    "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% "
+    "\"%REQ(X-FORWARDED-FOR)%\" \"%REQ(USER-AGENT)%\" \"%REQ(X-REQUEST-ID)%\" "
+    "\"%REQ(:AUTHORITY)%\" "
+    "\"%UPSTREAM_HOST%\"\\n",
 };
 #define N_FORMATS (sizeof(formats) / sizeof(formats[0]))
 

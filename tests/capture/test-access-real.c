@@ -42,8 +42,8 @@ static void load(void)
 
 		ck_assert_int_lt(n_fmts, MAX_FORMATS);
 		ck_assert(json_object_object_get_ex(f, "spec", &spec));
-		ck_assert_msg(tl_access_format_compile(json_object_get_string(spec), &fmts[n_fmts], err,
-						       sizeof(err)) == 0,
+		ck_assert_msg(tl_access_format_compile(json_object_get_string(spec), &fmts[n_fmts],
+						       err, sizeof(err)) == 0,
 			      "format %s: %s", name, err);
 		fmt_names[n_fmts++] = name;
 	}
@@ -80,65 +80,73 @@ static const char *direction_name(enum tl_access_direction d)
 }
 
 /* Every value the entry names, and the ones every entry must name. */
-static void check_record(const char *id, struct json_object *expect, const struct tl_access_record *r,
-			 const char *format)
+static void check_record(const char *id, struct json_object *expect,
+			 const struct tl_access_record *r, const char *format)
 {
 	static const char *const required[] = {
-		"format", "start", "method", "path", "protocol", "status", "flags",
-		"duration_ms", "request_id", "peer", "grpc_status", "upstream_host",
+	    "format", "start",	     "method",	   "path", "protocol",	  "status",
+	    "flags",  "duration_ms", "request_id", "peer", "grpc_status", "upstream_host",
 	};
 
 	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
-		ck_assert_msg(json_object_object_get_ex(expect, required[i], NULL), "%s: expect has no %s",
-			      id, required[i]);
+		ck_assert_msg(json_object_object_get_ex(expect, required[i], NULL),
+			      "%s: expect has no %s", id, required[i]);
 	json_object_object_foreach(expect, k, v)
 	{
 		const char *s = json_object_get_string(v);
 		int64_t n = json_object_get_int64(v);
 
 		if (strcmp(k, "format") == 0) {
-			ck_assert_msg(strcmp(tl_access_format_name(r->format), format ? format : s) == 0,
-				      "%s: format %s", id, tl_access_format_name(r->format));
+			ck_assert_msg(
+			    strcmp(tl_access_format_name(r->format), format ? format : s) == 0,
+			    "%s: format %s", id, tl_access_format_name(r->format));
 		} else if (strcmp(k, "start") == 0) {
 			int64_t t = 0;
 
 			if (v)
 				ck_assert_msg(tl_time_parse(s, &t) == 0, "%s: bad start %s", id, s);
-			ck_assert_msg(r->start_ns == t, "%s: start %lld, want %s", id, (long long)r->start_ns,
-				      v ? s : "none");
+			ck_assert_msg(r->start_ns == t, "%s: start %lld, want %s", id,
+				      (long long)r->start_ns, v ? s : "none");
 		} else if (strcmp(k, "method") == 0) {
 			ck_assert_msg(strcmp(r->method, s) == 0, "%s: method '%s'", id, r->method);
 		} else if (strcmp(k, "path") == 0) {
 			ck_assert_msg(strcmp(r->path, s) == 0, "%s: path '%s'", id, r->path);
 		} else if (strcmp(k, "protocol") == 0) {
-			ck_assert_msg(strcmp(r->protocol, s) == 0, "%s: protocol '%s'", id, r->protocol);
+			ck_assert_msg(strcmp(r->protocol, s) == 0, "%s: protocol '%s'", id,
+				      r->protocol);
 		} else if (strcmp(k, "status") == 0) {
 			ck_assert_msg(r->status == n, "%s: status %d", id, r->status);
 		} else if (strcmp(k, "flags") == 0) {
 			ck_assert_msg(strcmp(r->flags, s) == 0, "%s: flags '%s'", id, r->flags);
 		} else if (strcmp(k, "details") == 0) {
-			ck_assert_msg(strcmp(r->details, s) == 0, "%s: details '%s'", id, r->details);
+			ck_assert_msg(strcmp(r->details, s) == 0, "%s: details '%s'", id,
+				      r->details);
 		} else if (strcmp(k, "duration_ms") == 0) {
-			ck_assert_msg(r->duration_ms == n, "%s: duration %lld", id, (long long)r->duration_ms);
+			ck_assert_msg(r->duration_ms == n, "%s: duration %lld", id,
+				      (long long)r->duration_ms);
 		} else if (strcmp(k, "request_id") == 0) {
-			ck_assert_msg(strcmp(r->request_id, s) == 0, "%s: request id '%s'", id, r->request_id);
+			ck_assert_msg(strcmp(r->request_id, s) == 0, "%s: request id '%s'", id,
+				      r->request_id);
 		} else if (strcmp(k, "peer") == 0) {
 			ck_assert_msg(strcmp(r->peer, s) == 0, "%s: peer '%s'", id, r->peer);
 		} else if (strcmp(k, "grpc_status") == 0) {
-			ck_assert_msg(r->grpc_status == n, "%s: grpc status %d", id, r->grpc_status);
+			ck_assert_msg(r->grpc_status == n, "%s: grpc status %d", id,
+				      r->grpc_status);
 		} else if (strcmp(k, "upstream_host") == 0) {
-			ck_assert_msg(strcmp(r->upstream_host, s) == 0, "%s: upstream host '%s'", id,
-				      r->upstream_host);
+			ck_assert_msg(strcmp(r->upstream_host, s) == 0, "%s: upstream host '%s'",
+				      id, r->upstream_host);
 		} else if (strcmp(k, "authority") == 0) {
-			ck_assert_msg(strcmp(r->authority, s) == 0, "%s: authority '%s'", id, r->authority);
+			ck_assert_msg(strcmp(r->authority, s) == 0, "%s: authority '%s'", id,
+				      r->authority);
 		} else if (strcmp(k, "direction") == 0) {
-			ck_assert_msg(strcmp(direction_name(r->direction), s) == 0, "%s: direction %s", id,
-				      direction_name(r->direction));
+			ck_assert_msg(strcmp(direction_name(r->direction), s) == 0,
+				      "%s: direction %s", id, direction_name(r->direction));
 		} else if (strcmp(k, "bytes_received") == 0) {
 			ck_assert_msg(r->bytes_received == n, "%s: bytes received %lld", id,
 				      (long long)r->bytes_received);
 		} else if (strcmp(k, "bytes_sent") == 0) {
-			ck_assert_msg(r->bytes_sent == n, "%s: bytes sent %lld", id, (long long)r->bytes_sent);
+			ck_assert_msg(r->bytes_sent == n, "%s: bytes sent %lld", id,
+				      (long long)r->bytes_sent);
 		} else {
 			ck_abort_msg("%s: expect names an unknown value %s", id, k);
 		}
@@ -177,26 +185,31 @@ START_TEST(test_every_line)
 	ck_assert_int_ge(json_object_array_length(lines), 40);
 	for (size_t i = 0; i < json_object_array_length(lines); i++) {
 		struct json_object *e = json_object_array_get_idx(lines, i), *expect = NULL;
-		const char *id = str(e, "id"), *line = str(e, "line"), *why_name = str(e, "unparsed");
+		const char *id = str(e, "id"), *line = str(e, "line"),
+			   *why_name = str(e, "unparsed");
 		const struct tl_access_fmt *with[MAX_FORMATS];
 		struct tl_access_record r;
 		enum tl_access_unparsed why;
 		int nw = entry_formats(e, "formats", with);
 
-		ck_assert_msg(id && line && str(e, "source"), "entry %zu lacks id, line or source", i);
+		ck_assert_msg(id && line && str(e, "source"), "entry %zu lacks id, line or source",
+			      i);
 		json_object_object_get_ex(e, "expect", &expect);
 		/* By shape, nothing configured. */
 		if (why_name) {
 			why = TL_ACCESS_UNPARSED_NONE;
-			ck_assert_msg(tl_access_parse_with(NULL, 0, line, strlen(line), &r, &why) == -EINVAL,
+			ck_assert_msg(tl_access_parse_with(NULL, 0, line, strlen(line), &r, &why) ==
+					  -EINVAL,
 				      "%s: read by shape", id);
-			ck_assert_msg(why == reason_by_name(why_name), "%s: unparsed as %s, want %s", id,
+			ck_assert_msg(why == reason_by_name(why_name),
+				      "%s: unparsed as %s, want %s", id,
 				      tl_access_unparsed_name(why), why_name);
 			unparsed++;
 		} else {
 			ck_assert_msg(expect && !nw, "%s: neither expect nor unparsed", id);
-			ck_assert_msg(tl_access_parse_with(NULL, 0, line, strlen(line), &r, &why) == 0,
-				      "%s: not read by shape (%s)", id, tl_access_unparsed_name(why));
+			ck_assert_msg(
+			    tl_access_parse_with(NULL, 0, line, strlen(line), &r, &why) == 0,
+			    "%s: not read by shape (%s)", id, tl_access_unparsed_name(why));
 			check_record(id, expect, &r, NULL);
 			parsed++;
 		}
@@ -208,7 +221,8 @@ START_TEST(test_every_line)
 				ck_assert_msg(rc == 0, "%s: not read by its formats (%s)", id,
 					      tl_access_unparsed_name(why));
 				check_record(id, expect, &r, NULL);
-				ck_assert_msg(with[r.format_index] == fmt_by_name(str(e, "read_by")),
+				ck_assert_msg(with[r.format_index] ==
+						  fmt_by_name(str(e, "read_by")),
 					      "%s: read by format %d", id, r.format_index);
 				configured++;
 			} else {
@@ -224,7 +238,8 @@ START_TEST(test_every_line)
 			int na = entry_formats(e, "configured", also);
 
 			for (int k = 0; k < na; k++) {
-				ck_assert_msg(tl_access_parse_with(&also[k], 1, line, strlen(line), &r, &why) == 0,
+				ck_assert_msg(tl_access_parse_with(&also[k], 1, line, strlen(line),
+								   &r, &why) == 0,
 					      "%s: not read by configured format %d (%s)", id, k,
 					      tl_access_unparsed_name(why));
 				check_record(id, expect, &r, "configured");
@@ -245,7 +260,8 @@ END_TEST
 START_TEST(test_coverage)
 {
 	struct json_object *lines;
-	static const char *const flags[] = {"UF", "UC", "URX,UF", "NR", "DC", "UH", "UO", "UT", "UR", "DR", "UPE"};
+	static const char *const flags[] = {"UF", "UC", "URX,UF", "NR", "DC", "UH",
+					    "UO", "UT", "UR",	  "DR", "UPE"};
 	bool flag_seen[sizeof(flags) / sizeof(flags[0])] = {0};
 	int fmt_used[MAX_FORMATS] = {0}, shapes[3] = {0}, grpc = 0, h2 = 0, no_peer = 0, peer = 0;
 
@@ -254,11 +270,15 @@ START_TEST(test_coverage)
 		struct json_object *e = json_object_array_get_idx(lines, i), *x, *names;
 		const char *f;
 
-		for (const char *key = "formats"; key; key = strcmp(key, "formats") == 0 ? "configured" : NULL)
+		for (const char *key = "formats"; key;
+		     key = strcmp(key, "formats") == 0 ? "configured" : NULL)
 			if (json_object_object_get_ex(e, key, &names))
 				for (size_t k = 0; k < json_object_array_length(names); k++)
 					for (int j = 0; j < n_fmts; j++)
-						fmt_used[j] += strcmp(fmt_names[j], json_object_get_string(json_object_array_get_idx(names, k))) == 0;
+						fmt_used[j] += strcmp(fmt_names[j],
+								      json_object_get_string(
+									  json_object_array_get_idx(
+									      names, k))) == 0;
 		if (!json_object_object_get_ex(e, "expect", &x))
 			continue;
 		f = str(x, "format");
@@ -296,8 +316,8 @@ START_TEST(test_agent_counts_unparsed)
 	char err[256], labels[64];
 
 	for (int i = 0; i < n_fmts; i++) {
-		struct json_object *f = json_object_object_get(json_object_object_get(corpus, "formats"),
-							       fmt_names[i]);
+		struct json_object *f =
+		    json_object_object_get(json_object_object_get(corpus, "formats"), fmt_names[i]);
 
 		specs[i] = str(f, "spec");
 	}
@@ -321,7 +341,8 @@ START_TEST(test_agent_counts_unparsed)
 			ck_assert_msg(rc == -EINVAL, "%s: read", str(e, "id"));
 			want[w]++;
 		} else {
-			ck_assert_msg(rc == 0, "%s: not read with every format configured", str(e, "id"));
+			ck_assert_msg(rc == 0, "%s: not read with every format configured",
+				      str(e, "id"));
 		}
 	}
 	/* Past the limit; cut by the log runtime (the caller's reason). */
@@ -340,12 +361,13 @@ START_TEST(test_agent_counts_unparsed)
 	}
 	for (int r = 1; r < TL_ACCESS_UNPARSED_COUNT; r++) {
 		snprintf(labels, sizeof(labels), "reason=\"%s\"", tl_access_unparsed_name(r));
-		ck_assert_msg(tl_metric_get("termline_http_log_lines_unparsed_total", labels) - before[r] ==
-				      want[r],
-			      "reason %s: counted %lld, want %lld", tl_access_unparsed_name(r),
-			      (long long)(tl_metric_get("termline_http_log_lines_unparsed_total", labels) -
-					  before[r]),
-			      (long long)want[r]);
+		ck_assert_msg(
+		    tl_metric_get("termline_http_log_lines_unparsed_total", labels) - before[r] ==
+			want[r],
+		    "reason %s: counted %lld, want %lld", tl_access_unparsed_name(r),
+		    (long long)(tl_metric_get("termline_http_log_lines_unparsed_total", labels) -
+				before[r]),
+		    (long long)want[r]);
 	}
 	ck_assert_int_gt(want[TL_ACCESS_UNPARSED_NOT_ACCESS], 0);
 	ck_assert_int_gt(want[TL_ACCESS_UNPARSED_TCP], 0);
@@ -363,21 +385,32 @@ START_TEST(test_json_mappings)
 	 * (support.huaweicloud.com/intl/ar-mena/usermanual-ucs/ucs_02_0074.html),
 	 * without its trailing comma. */
 	static const char istio_json[] =
-		"{ \"start_time\": \"%START_TIME%\", \"route_name\": \"%ROUTE_NAME%\", \"method\": \"%REQ(:METHOD)%\", "
-		"\"path\": \"%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%\", \"protocol\": \"%PROTOCOL%\", \"response_code\": "
-		"\"%RESPONSE_CODE%\", \"response_flags\": \"%RESPONSE_FLAGS%\", \"response_code_details\": "
-		"\"%RESPONSE_CODE_DETAILS%\", \"connection_termination_details\": \"%CONNECTION_TERMINATION_DETAILS%\", "
-		"\"bytes_received\": \"%BYTES_RECEIVED%\", \"bytes_sent\": \"%BYTES_SENT%\", \"duration\": "
-		"\"%DURATION%\", \"upstream_service_time\": \"%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%\", "
-		"\"x_forwarded_for\": \"%REQ(X-FORWARDED-FOR)%\", \"user_agent\": \"%REQ(USER-AGENT)%\", "
-		"\"request_id\": \"%REQ(X-REQUEST-ID)%\", \"authority\": \"%REQ(:AUTHORITY)%\", \"upstream_host\": "
-		"\"%UPSTREAM_HOST%\", \"upstream_cluster\": \"%UPSTREAM_CLUSTER%\", \"upstream_local_address\": "
-		"\"%UPSTREAM_LOCAL_ADDRESS%\", \"downstream_local_address\": \"%DOWNSTREAM_LOCAL_ADDRESS%\", "
-		"\"downstream_remote_address\": \"%DOWNSTREAM_REMOTE_ADDRESS%\", \"requested_server_name\": "
-		"\"%REQUESTED_SERVER_NAME%\", \"upstream_transport_failure_reason\": "
-		"\"%UPSTREAM_TRANSPORT_FAILURE_REASON%\", \"pod_name\": \"%ENVIRONMENT(POD_NAME)%\", "
-		"\"pod_namespace\": \"%ENVIRONMENT(POD_NAMESPACE)%\", \"mesh_id\": "
-		"\"%ENVIRONMENT(ISTIO_META_ASM_MESH_ID)%\", \"cluster_id\": \"%ENVIRONMENT(ISTIO_META_ASM_CLUSTER_ID)%\" }";
+	    "{ \"start_time\": \"%START_TIME%\", \"route_name\": \"%ROUTE_NAME%\", \"method\": "
+	    "\"%REQ(:METHOD)%\", "
+	    "\"path\": \"%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%\", \"protocol\": \"%PROTOCOL%\", "
+	    "\"response_code\": "
+	    "\"%RESPONSE_CODE%\", \"response_flags\": \"%RESPONSE_FLAGS%\", "
+	    "\"response_code_details\": "
+	    "\"%RESPONSE_CODE_DETAILS%\", \"connection_termination_details\": "
+	    "\"%CONNECTION_TERMINATION_DETAILS%\", "
+	    "\"bytes_received\": \"%BYTES_RECEIVED%\", \"bytes_sent\": \"%BYTES_SENT%\", "
+	    "\"duration\": "
+	    "\"%DURATION%\", \"upstream_service_time\": \"%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%\", "
+	    "\"x_forwarded_for\": \"%REQ(X-FORWARDED-FOR)%\", \"user_agent\": "
+	    "\"%REQ(USER-AGENT)%\", "
+	    "\"request_id\": \"%REQ(X-REQUEST-ID)%\", \"authority\": \"%REQ(:AUTHORITY)%\", "
+	    "\"upstream_host\": "
+	    "\"%UPSTREAM_HOST%\", \"upstream_cluster\": \"%UPSTREAM_CLUSTER%\", "
+	    "\"upstream_local_address\": "
+	    "\"%UPSTREAM_LOCAL_ADDRESS%\", \"downstream_local_address\": "
+	    "\"%DOWNSTREAM_LOCAL_ADDRESS%\", "
+	    "\"downstream_remote_address\": \"%DOWNSTREAM_REMOTE_ADDRESS%\", "
+	    "\"requested_server_name\": "
+	    "\"%REQUESTED_SERVER_NAME%\", \"upstream_transport_failure_reason\": "
+	    "\"%UPSTREAM_TRANSPORT_FAILURE_REASON%\", \"pod_name\": \"%ENVIRONMENT(POD_NAME)%\", "
+	    "\"pod_namespace\": \"%ENVIRONMENT(POD_NAMESPACE)%\", \"mesh_id\": "
+	    "\"%ENVIRONMENT(ISTIO_META_ASM_MESH_ID)%\", \"cluster_id\": "
+	    "\"%ENVIRONMENT(ISTIO_META_ASM_CLUSTER_ID)%\" }";
 	/* A gRPC call the client's sidecar retried and gave up on: ssup2-03 of
 	 * the corpus, compacted from the blog's [Text 32]. */
 	struct json_object *lines, *e = NULL;
@@ -392,7 +425,8 @@ START_TEST(test_json_mappings)
 	for (size_t i = 0; i < json_object_array_length(lines); i++) {
 		struct json_object *x = json_object_array_get_idx(lines, i), *exp;
 
-		if (strncmp(str(x, "id"), "ssup2-", 6) == 0 && json_object_object_get_ex(x, "expect", &exp) &&
+		if (strncmp(str(x, "id"), "ssup2-", 6) == 0 &&
+		    json_object_object_get_ex(x, "expect", &exp) &&
 		    strcmp(str(exp, "flags"), "URX") == 0)
 			e = x;
 	}
@@ -415,8 +449,8 @@ START_TEST(test_json_mappings)
 	}
 	/* Istio's mapping alone reads it too, without the gRPC status it has
 	 * no key for. */
-	ck_assert_int_eq(tl_access_parse_with((const struct tl_access_fmt *const *)&ij, 1, line, strlen(line),
-					      &r, &why),
+	ck_assert_int_eq(tl_access_parse_with((const struct tl_access_fmt *const *)&ij, 1, line,
+					      strlen(line), &r, &why),
 			 0);
 	ck_assert_int_eq(r.grpc_status, -1);
 	ck_assert_str_eq(r.flags, "URX");
@@ -427,7 +461,8 @@ START_TEST(test_json_mappings)
 		strlen(cut + strlen("\"grpc_status\":\"Unavailable\",")) + 1);
 	cut = strstr(line, "\"route_name\":\"-\",");
 	ck_assert_ptr_nonnull(cut);
-	memmove(cut, cut + strlen("\"route_name\":\"-\","), strlen(cut + strlen("\"route_name\":\"-\",")) + 1);
+	memmove(cut, cut + strlen("\"route_name\":\"-\","),
+		strlen(cut + strlen("\"route_name\":\"-\",")) + 1);
 	ck_assert_int_eq(tl_access_parse_with(both, 2, line, strlen(line), &r, &why), 0);
 	ck_assert_int_eq(r.grpc_status, -1);
 	ck_assert_str_eq(r.request_id, str(json_object_object_get(e, "expect"), "request_id"));
@@ -444,18 +479,21 @@ START_TEST(test_json_mappings)
 	/* Nested objects and constants are not fields; no key with an
 	 * operator is an error. */
 	tl_access_format_free(ij);
-	ck_assert_int_eq(tl_access_format_compile("{\"a\": {\"b\": \"%DURATION%\"}, \"n\": 1, \"code\": \"%RESPONSE_CODE%\"}",
-						  &ij, err, sizeof(err)),
-			 0);
+	ck_assert_int_eq(
+	    tl_access_format_compile(
+		"{\"a\": {\"b\": \"%DURATION%\"}, \"n\": 1, \"code\": \"%RESPONSE_CODE%\"}", &ij,
+		err, sizeof(err)),
+	    0);
 	ck_assert_int_eq(tl_access_parse_with((const struct tl_access_fmt *const *)&ij, 1,
 					      "{\"a\":{\"b\":\"7\"},\"n\":1,\"code\":503}",
-					      strlen("{\"a\":{\"b\":\"7\"},\"n\":1,\"code\":503}"), &r, &why),
+					      strlen("{\"a\":{\"b\":\"7\"},\"n\":1,\"code\":503}"),
+					      &r, &why),
 			 0);
 	ck_assert_int_eq(r.status, 503);
 	ck_assert_int_eq(r.duration_ms, -1);
 	tl_access_format_free(ij);
-	ck_assert_int_eq(tl_access_format_compile("{\"a\": {\"b\": \"%DURATION%\"}, \"n\": 1}", &ij, err,
-						  sizeof(err)),
+	ck_assert_int_eq(tl_access_format_compile("{\"a\": {\"b\": \"%DURATION%\"}, \"n\": 1}", &ij,
+						  err, sizeof(err)),
 			 -EINVAL);
 	ck_assert_str_eq(err, "no key maps to a command operator");
 }
@@ -468,13 +506,15 @@ END_TEST
 START_TEST(test_unknown_operators)
 {
 	static const char spec[] =
-		"[%START_TIME%] %CEL(response.grpc_status)% \"%REQ(:METHOD)% "
-		"%REQ(X-ENVOY-ORIGINAL-PATH?:PATH):256% %PROTOCOL%\" %RESPONSE_CODE% %RESPONSE_FLAGS% "
-		"\"%DYNAMIC_METADATA(istio.mixer:status)%\" %KUMA_MESH% %ENVIRONMENT(POD_NAME)% %DURATION% "
-		"\"%REQ(X-REQUEST-ID)%\" %DOWNSTREAM_REMOTE_ADDRESS% %GRPC_STATUS(NUMBER)%\n";
+	    "[%START_TIME%] %CEL(response.grpc_status)% \"%REQ(:METHOD)% "
+	    "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH):256% %PROTOCOL%\" %RESPONSE_CODE% %RESPONSE_FLAGS% "
+	    "\"%DYNAMIC_METADATA(istio.mixer:status)%\" %KUMA_MESH% %ENVIRONMENT(POD_NAME)% "
+	    "%DURATION% "
+	    "\"%REQ(X-REQUEST-ID)%\" %DOWNSTREAM_REMOTE_ADDRESS% %GRPC_STATUS(NUMBER)%\n";
 	static const char line[] =
-		"[2023-12-21T10:00:00.123Z] 2 \"POST /helloworld.Greeter/SayHello HTTP/2\" 200 - \"-\" default "
-		"app-7d4f9 22 \"23a8cd6c-8eb8-43f6-ab4a-738a91fb15d5\" [fd00:10::7]:50514 14";
+	    "[2023-12-21T10:00:00.123Z] 2 \"POST /helloworld.Greeter/SayHello HTTP/2\" 200 - \"-\" "
+	    "default "
+	    "app-7d4f9 22 \"23a8cd6c-8eb8-43f6-ab4a-738a91fb15d5\" [fd00:10::7]:50514 14";
 	struct tl_access_fmt *f;
 	struct tl_access_record r;
 	enum tl_access_unparsed why;
@@ -504,22 +544,28 @@ START_TEST(test_configure_errors)
 	static const struct {
 		const char *spec, *err;
 	} bad[] = {
-		{"[%START_TIME%] \"%REQ(:METHOD)% %RESPONSE_CODE",
-		 "access-log format 2 ('[%START_TIME%] \"%REQ(:METHOD)% %RESPONSE_CODE'): %RESPONSE_CODE at offset 31 has no closing '%'"},
-		{"%REQ(X-REQUEST-ID% %RESPONSE_CODE%",
-		 "access-log format 2 ('%REQ(X-REQUEST-ID% %RESPONSE_CODE%'): %REQ( at offset 0 has no ')'"},
-		{"100% %RESPONSE_CODE%",
-		 "access-log format 2 ('100% %RESPONSE_CODE%'): a '%' at offset 3 starts no command operator"},
-		{"[plain text, no operator]",
-		 "access-log format 2 ('[plain text, no operator]'): no command operator (e.g. %RESPONSE_CODE%)"},
-		/* A mapping cut short while pasting it. */
-		{"{ \"start_time\": \"%START_TIME%\", \"cluster_id\": \"%ENVIRONMENT(ISTIO_META_ASM_CLUSTER_ID)%\"",
-		 "access-log format 2 ('{ \"start_time\": \"%START_TIME%\", \"cluster_id\": \"%ENVIR...'): not a JSON object of keys to format strings"},
+	    {"[%START_TIME%] \"%REQ(:METHOD)% %RESPONSE_CODE",
+	     "access-log format 2 ('[%START_TIME%] \"%REQ(:METHOD)% %RESPONSE_CODE'): "
+	     "%RESPONSE_CODE at offset 31 has no closing '%'"},
+	    {"%REQ(X-REQUEST-ID% %RESPONSE_CODE%",
+	     "access-log format 2 ('%REQ(X-REQUEST-ID% %RESPONSE_CODE%'): %REQ( at offset 0 has no "
+	     "')'"},
+	    {"100% %RESPONSE_CODE%", "access-log format 2 ('100% %RESPONSE_CODE%'): a '%' at "
+				     "offset 3 starts no command operator"},
+	    {"[plain text, no operator]", "access-log format 2 ('[plain text, no operator]'): no "
+					  "command operator (e.g. %RESPONSE_CODE%)"},
+	    /* A mapping cut short while pasting it. */
+	    {"{ \"start_time\": \"%START_TIME%\", \"cluster_id\": "
+	     "\"%ENVIRONMENT(ISTIO_META_ASM_CLUSTER_ID)%\"",
+	     "access-log format 2 ('{ \"start_time\": \"%START_TIME%\", \"cluster_id\": "
+	     "\"%ENVIR...'): not a JSON object of keys to format strings"},
 	};
-	const char *ok = str(json_object_object_get(json_object_object_get(corpus, "formats"), "kuma-http"), "spec");
-	const char *line = "[2025-06-26T13:19:18.314Z] default \"GET /api?timeout=32s HTTP/1.1\" 404 NR 0 0 0 - "
-			   "\"10.42.1.26\" \"kubectl\" \"-\" \"0efbfa26\" \"localhost:8080\" \"unknown\" \"gw\" "
-			   "\"10.42.3.27\" \"-\"";
+	const char *ok = str(
+	    json_object_object_get(json_object_object_get(corpus, "formats"), "kuma-http"), "spec");
+	const char *line =
+	    "[2025-06-26T13:19:18.314Z] default \"GET /api?timeout=32s HTTP/1.1\" 404 NR 0 0 0 - "
+	    "\"10.42.1.26\" \"kubectl\" \"-\" \"0efbfa26\" \"localhost:8080\" \"unknown\" \"gw\" "
+	    "\"10.42.3.27\" \"-\"";
 	struct tl_access_record r;
 	char err[512];
 
@@ -528,7 +574,8 @@ START_TEST(test_configure_errors)
 		const char *specs[2] = {ok, bad[i].spec};
 
 		err[0] = '\0';
-		ck_assert_msg(tl_access_configure(specs, 2, err, sizeof(err)) == -EINVAL, "compiled: %s", bad[i].spec);
+		ck_assert_msg(tl_access_configure(specs, 2, err, sizeof(err)) == -EINVAL,
+			      "compiled: %s", bad[i].spec);
 		ck_assert_str_eq(err, bad[i].err);
 		ck_assert_ptr_null(strchr(err, '\n'));
 		/* The Kuma format configured before still reads its line. */
@@ -560,16 +607,16 @@ START_TEST(test_hostile_variants)
 			char *q = malloc(k ? k : 1);
 
 			memcpy(q, line, k);
-			if (tl_access_parse_with((const struct tl_access_fmt *const *)fmts, n_fmts, q, k, &r,
-						 &why) < 0)
+			if (tl_access_parse_with((const struct tl_access_fmt *const *)fmts, n_fmts,
+						 q, k, &r, &why) < 0)
 				ck_assert_int_ne(why, TL_ACCESS_UNPARSED_NONE);
 			free(q);
 			if (k < n) {
 				memcpy(p, line, n);
 				p[k] = (char)(p[k] ^ 0x22);
 				why = TL_ACCESS_UNPARSED_NONE;
-				if (tl_access_parse_with((const struct tl_access_fmt *const *)fmts, n_fmts, p, n,
-							 &r, &why) < 0)
+				if (tl_access_parse_with((const struct tl_access_fmt *const *)fmts,
+							 n_fmts, p, n, &r, &why) < 0)
 					ck_assert_int_ne(why, TL_ACCESS_UNPARSED_NONE);
 			}
 		}
