@@ -111,14 +111,27 @@ static int parse_int(const char *p, size_t n, int64_t max, int64_t *ret)
 	return 0;
 }
 
+/* RFC 3339, and the offset without its colon that a START_TIME(...%z)
+ * prints ("2022-03-11T09:58:37.960+0000"). */
 static int parse_time(const char *p, size_t n, int64_t *ret)
 {
 	char buf[64];
 
-	if (n == 0 || n >= sizeof(buf))
+	if (n == 0 || n >= sizeof(buf) - 1)
 		return -EINVAL;
 	memcpy(buf, p, n);
 	buf[n] = '\0';
+	if (n > 5 && (p[n - 5] == '+' || p[n - 5] == '-')) {
+		bool digits = true;
+
+		for (size_t i = n - 4; i < n; i++)
+			digits = digits && p[i] >= '0' && p[i] <= '9';
+		if (digits) {
+			memcpy(buf + n - 2, ":", 1);
+			memcpy(buf + n - 1, p + n - 2, 2);
+			buf[n + 1] = '\0';
+		}
+	}
 	return tl_time_parse(buf, ret);
 }
 
@@ -323,6 +336,7 @@ static enum op operator_op(const char *name, size_t nl, const char *arg, size_t 
 		{"DURATION", OP_DURATION},
 		{"UPSTREAM_HOST", OP_UPSTREAM_HOST},
 		{"UPSTREAM_CLUSTER", OP_UPSTREAM_CLUSTER},
+		{"UPSTREAM_CLUSTER_RAW", OP_UPSTREAM_CLUSTER},
 		{"DOWNSTREAM_REMOTE_ADDRESS", OP_PEER},
 		{"DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT", OP_PEER},
 		{"DOWNSTREAM_DIRECT_REMOTE_ADDRESS", OP_PEER_DIRECT},
@@ -780,6 +794,12 @@ static int parse_configured(const struct tl_access_fmt *f, const char *s, size_t
 	}
 	if (f->has_method && !r->method[0])
 		return -EINVAL;
+	/* A format with neither a method nor a response code (a TCP
+	 * listener's, like Kuma's) reads records of no HTTP request. */
+	if (!f->has_method && !f->has_status) {
+		*tcp = true;
+		return -EINVAL;
+	}
 	return found;
 }
 
@@ -937,6 +957,15 @@ static struct json_object *json_line(const char *s, size_t len)
 	return o;
 }
 
+/* "[2021-03-12 15:31:30.492][1][warning][runtime] ...": a bracket that
+ * closes right before another opens. */
+static bool envoy_log_line(const char *s, size_t len)
+{
+	const char *e = memchr(s, ']', len);
+
+	return e && (size_t)(e - s) + 1 < len && e[1] == '[';
+}
+
 bool tl_access_method_ok(const char *m)
 {
 	if (!*m)
@@ -1003,8 +1032,11 @@ int tl_access_parse_with(const struct tl_access_fmt *const *fmts, int n, const c
 			ok = parse_json(obj, &r, &tcp) == 0;
 		else if (line[0] == '[' || line[0] == '"')
 			ok = parse_text(line, len, &r, &tcp) == 0;
-		/* Proxy chatter: neither shape, no configured format. */
+		/* Proxy chatter: neither shape, no configured format; Envoy's
+		 * own log is "[date time][thread][level] ...". */
 		if (!ok && !json && line[0] != '[' && line[0] != '"')
+			reason = TL_ACCESS_UNPARSED_NOT_ACCESS;
+		if (!ok && !json && line[0] == '[' && envoy_log_line(line, len))
 			reason = TL_ACCESS_UNPARSED_NOT_ACCESS;
 		if (!ok && json && !json_object_object_get_ex(obj, "response_code", NULL) &&
 		    !json_object_object_get_ex(obj, "method", NULL) && !tcp)
@@ -1049,8 +1081,16 @@ int tl_access_configure(const char *const *specs, int n, char *err, size_t errle
 	for (k = 0; k < n; k++) {
 		r = tl_access_format_compile(specs[k], &f[k], why, sizeof(why));
 		if (r < 0) {
+			/* Named by its place and its start, on one line. */
+			size_t n = strlen(specs[k]), show = n > 56 ? 53 : n;
+			char head[64];
+
+			for (size_t i = 0; i < show; i++)
+				head[i] = specs[k][i] == '\n' || specs[k][i] == '\t' ? ' ' : specs[k][i];
+			head[show] = '\0';
 			if (r == -EINVAL)
-				snprintf(err, errlen, "access-log format %d: %s", k + 1, why);
+				snprintf(err, errlen, "access-log format %d ('%s%s'): %s", k + 1, head,
+					 n > show ? "..." : "", why);
 			break;
 		}
 	}

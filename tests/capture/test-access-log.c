@@ -315,6 +315,119 @@ START_TEST(test_prefixes)
 }
 END_TEST
 
+/* Why a line is not a record (termline_http_log_lines_unparsed_total). */
+START_TEST(test_unparsed_reasons)
+{
+	static const struct {
+		const char *line;
+		enum tl_access_unparsed why;
+	} cases[] = {
+		/* Envoy's own log, istio-proxy's agent, a JSON log line. */
+		{"[2021-03-12 15:31:30.492][1][warning][runtime] [source/common/runtime/runtime_features.cc:31] x",
+		 TL_ACCESS_UNPARSED_NOT_ACCESS},
+		{"2020-11-22T19:32:07.499719Z\twarning\tenvoy runtime\tUnable to use runtime singleton",
+		 TL_ACCESS_UNPARSED_NOT_ACCESS},
+		{"{\"level\":\"debug\",\"time\":\"2024-05-06T20:12:45.128689Z\",\"scope\":\"envoy pool\"}",
+		 TL_ACCESS_UNPARSED_NOT_ACCESS},
+		{"", TL_ACCESS_UNPARSED_NOT_ACCESS},
+		/* TCP proxy records, text and JSON. */
+		{"[2020-11-22T20:04:33.157Z] \"- - -\" 0 - \"-\" \"-\" 4841 9845236 16230 - \"-\" \"-\" \"-\" \"-\" "
+		 "\"104.20.28.24:443\" PassthroughCluster 172.18.0.10:49944 104.20.28.24:443 172.18.0.10:49942 - -",
+		 TL_ACCESS_UNPARSED_TCP},
+		{"{\"method\":\"-\",\"response_code\":0,\"upstream_cluster\":\"PassthroughCluster\"}",
+		 TL_ACCESS_UNPARSED_TCP},
+		/* A record's shape no format reads: Kuma's, unconfigured. */
+		{"[2025-06-26T13:19:18.314Z] default \"GET /api HTTP/1.1\" 404 NR 0 0 0 - \"-\" \"k\" \"-\" \"i\"",
+		 TL_ACCESS_UNPARSED_FORMAT},
+		{"{\"method\":\"GET\",\"response_code\":\"soon\"}", TL_ACCESS_UNPARSED_FORMAT},
+	};
+	struct tl_access_record r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		enum tl_access_unparsed why = TL_ACCESS_UNPARSED_NONE;
+
+		ck_assert_msg(tl_access_parse_with(NULL, 0, cases[i].line, strlen(cases[i].line), &r, &why) ==
+				      -EINVAL,
+			      "read: %s", cases[i].line);
+		ck_assert_msg(why == cases[i].why, "%s: %s", cases[i].line, tl_access_unparsed_name(why));
+	}
+	ck_assert_str_eq(tl_access_unparsed_name(TL_ACCESS_UNPARSED_NOT_ACCESS), "not_access_log");
+	ck_assert_str_eq(tl_access_unparsed_name(TL_ACCESS_UNPARSED_FORMAT), "no_format");
+	ck_assert_str_eq(tl_access_unparsed_name(TL_ACCESS_UNPARSED_COUNT), "unknown");
+}
+END_TEST
+
+/* Start times: RFC 3339 with Z, an offset, an offset without its colon
+ * (START_TIME(...%z)); anything else is not a time. */
+START_TEST(test_start_time_offsets)
+{
+	static const struct {
+		const char *t, *utc;
+	} ok[] = {
+		{"2022-03-11T09:58:37.960+0000", "2022-03-11T09:58:37.960000000Z"},
+		{"2022-03-11T10:58:37.960+0100", "2022-03-11T09:58:37.960000000Z"},
+		{"2022-03-11T04:28:37.960-0530", "2022-03-11T09:58:37.960000000Z"},
+		{"2022-03-11T10:58:37.960+01:00", "2022-03-11T09:58:37.960000000Z"},
+		{"2022-03-11T09:58:37Z", "2022-03-11T09:58:37.000000000Z"},
+	};
+	static const char *const bad[] = {"2022-03-11T09:58:37.960+000", "2022-03-11T09:58:37.960+00a0",
+					  "2022-03-11T09:58:37.960", "+0000"};
+	char line[256], ts[TL_TIME_STRLEN];
+	struct tl_access_record r;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		snprintf(line, sizeof(line), "{\"method\":\"GET\",\"response_code\":200,\"start_time\":\"%s\"}",
+			 ok[i].t);
+		ck_assert_msg(tl_access_parse(line, strlen(line), &r) == 0, "%s", ok[i].t);
+		ck_assert_str_eq(tl_time_format(r.start_ns, ts), ok[i].utc);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(line, sizeof(line), "{\"method\":\"GET\",\"response_code\":200,\"start_time\":\"%s\"}",
+			 bad[i]);
+		ck_assert_msg(tl_access_parse(line, strlen(line), &r) == -EINVAL, "%s", bad[i]);
+	}
+}
+END_TEST
+
+/* A format with neither method nor response code (a TCP listener's)
+ * reads its lines as records of no HTTP request; a format that ends in a
+ * newline, written or escaped, reads lines without one. */
+START_TEST(test_format_edges)
+{
+	struct tl_access_fmt *f[2];
+	struct tl_access_record r;
+	enum tl_access_unparsed why;
+	char err[256];
+	const char *tcp = "[2025-06-26T21:29:21.535Z] - default took 14004ms";
+	const char *http = "[2025-06-26T21:29:21.535Z] 204 7ms \"abc\"";
+
+	ck_assert_int_eq(tl_access_format_compile("[%START_TIME%] %RESPONSE_FLAGS% %KUMA_MESH% took %DURATION%ms",
+						  &f[0], err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(tl_access_parse_with((const struct tl_access_fmt *const *)f, 1, tcp, strlen(tcp), &r,
+					      &why),
+			 -EINVAL);
+	ck_assert_int_eq(why, TL_ACCESS_UNPARSED_TCP);
+	tl_access_format_free(f[0]);
+	for (int k = 0; k < 2; k++) {
+		ck_assert_int_eq(tl_access_format_compile(k ? "[%START_TIME%] %RESPONSE_CODE% %DURATION%ms "
+							      "\"%REQ(X-REQUEST-ID)%\"\\n"
+							    : "[%START_TIME%] %RESPONSE_CODE% %DURATION%ms "
+							      "\"%REQ(X-REQUEST-ID)%\"\n",
+							  &f[k], err, sizeof(err)),
+				 0);
+		ck_assert_int_eq(tl_access_parse_with((const struct tl_access_fmt *const *)&f[k], 1, http,
+						      strlen(http), &r, &why),
+				 0);
+		ck_assert_int_eq(r.status, 204);
+		ck_assert_int_eq(r.duration_ms, 7);
+		ck_assert_str_eq(r.request_id, "abc");
+		ck_assert_str_eq(r.method, "");
+		tl_access_format_free(f[k]);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("access-log");
@@ -330,6 +443,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_istio_json);
 	tcase_add_test(tc, test_not_records);
 	tcase_add_test(tc, test_prefixes);
+	tcase_add_test(tc, test_unparsed_reasons);
+	tcase_add_test(tc, test_start_time_offsets);
+	tcase_add_test(tc, test_format_edges);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -287,6 +287,69 @@ START_TEST(test_repeated_headers)
 }
 END_TEST
 
+/* --access-log-format is a list: given twice, both stay, in order (the
+ * first format that reads a line wins), a repeat once; the file's list is
+ * replaced by the flags. Kuma's HTTP and TCP formats (as
+ * tests/capture/corpus/access-real/lines.json has them). */
+#define KUMA_HTTP "[%START_TIME%] %KUMA_MESH% \"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%\" " \
+		  "%RESPONSE_CODE% %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION%"
+#define KUMA_TCP "[%START_TIME%] %RESPONSE_FLAGS% %KUMA_MESH% took %DURATION%ms"
+
+START_TEST(test_repeated_formats)
+{
+	struct tl_options o = {0};
+	char content[512];
+
+	ck_assert_int_eq(parse(&o, ARGV("--access-log-format", KUMA_HTTP, "--access-log-format", KUMA_TCP,
+					"--access-log-format", KUMA_HTTP)),
+			 0);
+	ck_assert_int_eq(o.n_access_log_formats, 2);
+	ck_assert_str_eq(o.access_log_formats[0], KUMA_HTTP);
+	ck_assert_str_eq(o.access_log_formats[1], KUMA_TCP);
+	tl_options_free(&o);
+	ck_assert_int_eq(o.n_access_log_formats, 0);
+
+	/* A config key too: a list, or one format. */
+	snprintf(content, sizeof(content), "access-log-format:\n  - '%s'\n  - '{\"code\": \"%%RESPONSE_CODE%%\"}'\n",
+		 KUMA_HTTP);
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(parse_file(&o, content), 0);
+	ck_assert_int_eq(o.n_access_log_formats, 2);
+	ck_assert_str_eq(o.access_log_formats[0], KUMA_HTTP);
+	ck_assert_str_eq(o.access_log_formats[1], "{\"code\": \"%RESPONSE_CODE%\"}");
+	tl_options_free(&o);
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(parse_file(&o, "access-log-format: '" KUMA_TCP "'\n"), 0);
+	ck_assert_int_eq(o.n_access_log_formats, 1);
+	ck_assert_str_eq(o.access_log_formats[0], KUMA_TCP);
+	tl_options_free(&o);
+
+	/* The flags replace the file's list. */
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(parse(&o, ARGV("--config", write_file("f.yaml", content), "--access-log-format",
+					KUMA_TCP)),
+			 0);
+	ck_assert_int_eq(o.n_access_log_formats, 1);
+	ck_assert_str_eq(o.access_log_formats[0], KUMA_TCP);
+	tl_options_free(&o);
+
+	/* Nothing given: none (formats recognised by shape). */
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(parse(&o, ARGV0), 0);
+	ck_assert_int_eq(o.n_access_log_formats, 0);
+	tl_options_free(&o);
+}
+END_TEST
+
+/* A bad format among good ones: one line naming it; nothing kept. */
+START_TEST(test_bad_format_among_good)
+{
+	expect_fail(ARGV("--access-log-format", KUMA_HTTP, "--access-log-format", "RESPONSE_CODE only"));
+	ck_assert_str_eq(err, "termlined: --access-log-format: 'RESPONSE_CODE only' has no command operator "
+			      "(e.g. %RESPONSE_CODE%)");
+}
+END_TEST
+
 START_TEST(test_too_many_headers)
 {
 	const char *args[2 * TL_MAX_HEADERS + 4] = {"termlined"};
@@ -331,6 +394,9 @@ static const struct bad_value bad_values[] = {
     {"access-log-container", "istio.proxy",
      "'istio.proxy' is not a container name (lower-case DNS label)"},
     {"access-log-container", "Envoy", "'Envoy' is not a container name (lower-case DNS label)"},
+    {"access-log-format", "", "'' is not an access-log format (1 to 8192 bytes)"},
+    {"access-log-format", "[START_TIME] RESPONSE_CODE",
+     "'[START_TIME] RESPONSE_CODE' has no command operator (e.g. %RESPONSE_CODE%)"},
     {"listen", "::1:9440", "'::1:9440' needs brackets around an IPv6 address (e.g. [::1]:9440)"},
     {"listen", "0.0.0.0", "'0.0.0.0' is not ADDR:PORT (e.g. 0.0.0.0:9440)"},
     {"listen", "localhost:9440",
@@ -719,7 +785,7 @@ START_TEST(test_render_escapes)
 	ck_assert_int_eq(tl_options_render(&o, &text), 0);
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	ck_assert_int_eq(lines, 29);
+	ck_assert_int_eq(lines, 31); /* one per option, access-log-format and metrics-max-workloads among them */
 	ck_assert_ptr_nonnull(strstr(text, "state-dir=/a\\x0alinger=1\n"));
 	free(text);
 	tl_options_free(&o);
@@ -873,6 +939,8 @@ static Suite *options_suite(void)
 			    sizeof(order_cases) / sizeof(order_cases[0]));
 	tcase_add_test(tc, test_overridden_file_key_still_validated);
 	tcase_add_test(tc, test_repeated_headers);
+	tcase_add_test(tc, test_repeated_formats);
+	tcase_add_test(tc, test_bad_format_among_good);
 	tcase_add_test(tc, test_too_many_headers);
 	tcase_add_loop_test(tc, test_bad_value_in_file, 0,
 			    sizeof(bad_values) / sizeof(bad_values[0]));
