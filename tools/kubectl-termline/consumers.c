@@ -381,6 +381,16 @@ int consumers_lanes(struct consumers *cs, size_t max)
 			break;
 	}
 	cs->lanes_by = by > 2 ? 2 : by;
+	/* without a workload among them, the lanes of level 1 are kinds (and
+	 * consumers alone in theirs) */
+	if (cs->lanes_by == 1) {
+		bool any = false;
+
+		for (size_t i = 0; i < cs->n; i++)
+			any |= cs->c[i].who.workload[0] != 0;
+		if (!any)
+			cs->lanes_by = 2;
+	}
 	free(order);
 	return (int)cs->n_lanes;
 }
@@ -432,7 +442,7 @@ void cut_middle(const struct cli *cli, const char *s, size_t cols, char *buf, si
 		p++;
 	}
 	t = s + strlen(s);
-	for (size_t k = 0; t > s;) {
+	for (size_t k = 0; tail && t > s;) {
 		t--;
 		if (((unsigned char)*t & 0xc0) != 0x80 && ++k == tail)
 			break;
