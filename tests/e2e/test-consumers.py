@@ -406,7 +406,12 @@ def main():
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         if pod:
             E.simpod("--state-dir", simstate, "delete", check=False)
-        shutil.rmtree(work, ignore_errors=True)
+        # TERMLINE_E2E_KEEP=1: the state dir, the clients' logs and the
+        # double's scenario stay (tests/cli/data/consumers was recorded so)
+        if os.environ.get("TERMLINE_E2E_KEEP"):
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -187,23 +187,9 @@ int consumers_build(const struct tl_model *m, struct json_object *findings, stru
 			continue;
 		cs->req[i] = k;
 		c = &cs->c[k];
-		/* a request seen twice (the proxy's log and its socket) once */
-		if (q->id) {
-			char key[600];
-
-			snprintf(key, sizeof(key), "%d %s", k, q->id);
-			if (json_object_object_get_ex(seen, key, NULL))
-				continue;
-			if (json_object_object_add(seen, key, NULL) < 0)
-				goto out;
-		}
-		c->requests++;
-		c->failed += q->failed;
-		if (!c->first_ns || q->start_ns < c->first_ns)
-			c->first_ns = q->start_ns;
-		if (q->start_ns > c->last_ns)
-			c->last_ns = q->start_ns;
-		/* a keep-alive connection from before the drain, used after it */
+		/* a keep-alive connection from before the drain, used after it;
+		 * before the duplicates below: of a request in the proxy's log
+		 * and on its socket, only the socket's record has the connection */
 		if (cs->cutoff_ns && q->conn && q->start_ns >= cs->cutoff_ns &&
 		    (!q->conn_start_ns || q->conn_start_ns < cs->cutoff_ns)) {
 			char key[160];
@@ -215,6 +201,28 @@ int consumers_build(const struct tl_model *m, struct json_object *findings, stru
 				c->reused++;
 			}
 		}
+		/* a request seen twice (the proxy's log and its socket) once,
+		 * failed when either record says so */
+		if (q->id) {
+			char key[600];
+
+			snprintf(key, sizeof(key), "%d %s", k, q->id);
+			if (json_object_object_get_ex(seen, key, &idx)) {
+				if (q->failed && !json_object_get_boolean(idx)) {
+					c->failed++;
+					json_object_set_boolean(idx, 1);
+				}
+				continue;
+			}
+			if (json_object_object_add(seen, key, json_object_new_boolean(q->failed)) < 0)
+				goto out;
+		}
+		c->requests++;
+		c->failed += q->failed;
+		if (!c->first_ns || q->start_ns < c->first_ns)
+			c->first_ns = q->start_ns;
+		if (q->start_ns > c->last_ns)
+			c->last_ns = q->start_ns;
 	}
 	for (size_t i = 0; evs && i < json_object_array_length(evs); i++) {
 		struct json_object *ev = json_object_array_get_idx(evs, i);
@@ -373,6 +381,16 @@ int consumers_lanes(struct consumers *cs, size_t max)
 			break;
 	}
 	cs->lanes_by = by > 2 ? 2 : by;
+	/* without a workload among them, the lanes of level 1 are kinds (and
+	 * consumers alone in theirs) */
+	if (cs->lanes_by == 1) {
+		bool any = false;
+
+		for (size_t i = 0; i < cs->n; i++)
+			any |= cs->c[i].who.workload[0] != 0;
+		if (!any)
+			cs->lanes_by = 2;
+	}
 	free(order);
 	return (int)cs->n_lanes;
 }
@@ -424,7 +442,7 @@ void cut_middle(const struct cli *cli, const char *s, size_t cols, char *buf, si
 		p++;
 	}
 	t = s + strlen(s);
-	for (size_t k = 0; t > s;) {
+	for (size_t k = 0; tail && t > s;) {
 		t--;
 		if (((unsigned char)*t & 0xc0) != 0x80 && ++k == tail)
 			break;
