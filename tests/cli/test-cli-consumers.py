@@ -585,8 +585,8 @@ def t_hostile(cli, work):
 
 
 def t_hostile_api(cli, work):
-    """The same names from the API server: show and render resolve before
-    they escape."""
+    """The same names from the API server: explain, show and render
+    resolve before they escape."""
     with open(os.path.join(DATA, "api.json"), encoding="utf-8") as f:
         objs = json.load(f)["objects"]
     for o in objs:
@@ -597,6 +597,9 @@ def t_hostile_api(cli, work):
                                                       "steps": []}).start()
     try:
         src = ["--from", DATA, "--kubeconfig", d.kubeconfig]
+        ex = run(cli, "explain", POD, *src).stdout
+        L.assert_inert("explain", ex)
+        assert "mesh/gw\\x1b[2J-0" in ex, ex
         sh = run(cli, "show", POD, *src, "--all", "-o", "wide").stdout
         L.assert_inert("show", sh)
         assert "mesh/gw\\x1b[2J-0" in sh
@@ -605,7 +608,7 @@ def t_hostile_api(cli, work):
         assert "mesh/gw\\x1b[2J-0" in [t for t, _, _ in lanes_of(svg)], lanes_of(svg)
     finally:
         d.stop()
-    print("ok names from the API escaped (show, svg)")
+    print("ok names from the API escaped (explain, show, svg)")
 
 
 def main():
