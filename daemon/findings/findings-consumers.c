@@ -615,6 +615,17 @@ struct kconn {
 	struct json_object *ids;
 };
 
+/* Whether the connection listed this request ID as failed already. */
+static bool conn_has_id(const struct kconn *c, const char *id)
+{
+	if (!id)
+		return false;
+	for (size_t k = 0; k < json_object_array_length(c->ids); k++)
+		if (strcmp(json_object_get_string(json_object_array_get_idx(c->ids, k)), id) == 0)
+			return true;
+	return false;
+}
+
 int tl_rule_keepalive(const struct tl_model *m, struct json_object *out)
 {
 	int64_t sigterm = 0, stop = 0, cutoff;
@@ -691,7 +702,10 @@ int tl_rule_keepalive(const struct tl_model *m, struct json_object *out)
 		span(&c->first_ns, &c->last_ns, q->start_ns);
 		if (q->conn_close && !c->told_ns)
 			c->told_ns = q->end_ns;
-		if (q->failed && !q->dup) {
+		/* A request the proxy's log has too is marked dup in whichever
+		 * record sorts second; only the socket's carries the connection,
+		 * so a dup counts here unless this connection counted its ID. */
+		if (q->failed && (!q->dup || !conn_has_id(c, q->id))) {
 			c->failed++;
 			if (q->id && json_object_array_length(c->ids) < IDS_PER_CONSUMER &&
 			    json_object_array_add(c->ids, json_object_new_string(q->id)) < 0) {

@@ -253,6 +253,34 @@ START_TEST(test_resolved_consumers)
 }
 END_TEST
 
+/* The proxy's log has the keep-alive connection's failed request too, and
+ * its record sorts first (it starts a little earlier): the socket's record,
+ * the only one with the connection, is the duplicate, and the connection
+ * still counts the failure once. */
+START_TEST(test_keepalive_failure_logged_first)
+{
+	struct json_object *d = story(true, true), *fs, *f, *c;
+
+	ev(d, 1599.5, "http.request", "istio-proxy",
+	   "{\"source\":\"log\",\"requestId\":\"c-1600\",\"method\":\"GET\",\"path\":\"/\","
+	   "\"status\":503,\"start\":\"2026-12-01T03:00:01.599500000Z\",\"durationMs\":2,"
+	   "\"direction\":\"inbound\",\"peer\":\"10.1.0.9:4000\"}");
+	ck_assert_int_eq(tl_findings_compute(d, &fs), 0);
+	f = finding(fs, "keepalive_across_drain");
+	ck_assert_ptr_nonnull(f);
+	c = json_object_array_get_idx(get(f, "connections"), 0);
+	ck_assert_str_eq(json_object_get_string(get(c, "peer")), "10.1.0.9:4000");
+	ck_assert_int_eq(json_object_get_int(get(c, "requests")), 2);
+	ck_assert_int_eq(json_object_get_int(get(c, "failed")), 1);
+	ck_assert_uint_eq(json_object_array_length(get(c, "failedRequestIds")), 1);
+	ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(get(c, "failedRequestIds"), 0)),
+			 "c-1600");
+	ck_assert_int_eq(json_object_get_int(get(f, "numbers.failedRequests")), 1);
+	json_object_put(fs);
+	json_object_put(d);
+}
+END_TEST
+
 START_TEST(test_unresolved_by_address)
 {
 	struct json_object *d = story(true, false), *fs, *f, *c;
@@ -324,6 +352,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_resolved_consumers);
+	tcase_add_test(tc, test_keepalive_failure_logged_first);
 	tcase_add_test(tc, test_unresolved_by_address);
 	tcase_add_test(tc, test_document_without_peers);
 	tcase_add_test(tc, test_rollout_aggregate);
