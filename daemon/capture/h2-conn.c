@@ -688,6 +688,10 @@ void tl_h2_conn_skip(struct tl_h2_conn *c, unsigned dir, uint64_t n, int64_t ts_
 		desync(c, dir);
 		return;
 	}
+	/* Bytes of a header block (or of its frame's fixed fields) went by:
+	 * what follows the gap is never decoded. */
+	if (d->rd.lost && d->in_block && !d->broken)
+		break_dir(c, dir);
 	/* The skip may have completed the frame. */
 	run(c, dir, (const uint8_t *)"", 0);
 }
