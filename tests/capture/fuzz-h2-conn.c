@@ -26,12 +26,14 @@ static void check_str(const char *s, size_t cap)
 		__builtin_trap();
 }
 
-static void check_stream(const struct tl_h2_stream *s)
+/* ended: a stream's event (an open one, RST_STREAM's, has no end yet) */
+static void check_stream(const struct tl_h2_stream *s, bool ended)
 {
 	static const char *const errors[] = {"reset", "refused", "closed", "lost", "evicted"};
 	bool known = s->error == NULL;
 
-	if (s->id == 0 || s->id > TL_H2_MAX_STREAM_ID || s->end_ns < s->start_ns || s->open_dir > 1)
+	if (s->id == 0 || s->id > TL_H2_MAX_STREAM_ID || (ended && s->end_ns < s->start_ns) ||
+	    s->open_dir > 1 || (!ended && s->error))
 		__builtin_trap();
 	check_str(s->method, sizeof(s->method));
 	check_str(s->path, sizeof(s->path));
@@ -54,11 +56,11 @@ static void on_ev(void *ud, const struct tl_h2_event *ev)
 	case TL_H2_EV_STREAM:
 		if (!ev->stream)
 			__builtin_trap();
-		check_stream(ev->stream);
+		check_stream(ev->stream, true);
 		break;
 	case TL_H2_EV_RST_STREAM:
 		if (ev->reset_stream) {
-			check_stream(ev->reset_stream);
+			check_stream(ev->reset_stream, false);
 			if (ev->reset_stream->id != ev->stream_id)
 				__builtin_trap();
 		}
