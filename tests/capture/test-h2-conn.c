@@ -1073,6 +1073,139 @@ START_TEST(test_roles_mid_stream)
 }
 END_TEST
 
+/* PUSH_PROMISE: its header block feeds the server's table (a later
+ * response refers to its entry); the pushed stream is the server's, its
+ * request never known. */
+START_TEST(test_push_promise)
+{
+	struct sess *s = s_new(NULL);
+	struct blk b = {0};
+	uint8_t p[512];
+	const struct ev_rec *e;
+	struct tl_h2_conn_stats st;
+
+	s_start(s);
+	s_request(s, 1, "/page", "pp-1", true);
+	/* PADDED: pad length 2, promised stream 2, the block, 2 bytes */
+	b_lit(&b, ":method", "GET", false);
+	b_lit(&b, ":path", "/style.css", false);
+	b_inc(&b, "x-pushed", "yes");
+	p[0] = 2;
+	w_be32(p + 1, 2);
+	memcpy(p + 5, b.b, b.n);
+	memset(p + 5 + b.n, 0, 2);
+	w_frame(&s->w, TL_H2_PUSH_PROMISE, TL_H2_FLAG_END_HEADERS | TL_H2_FLAG_PADDED, 1, p, 5 + b.n + 2);
+	s_send(s, S);
+	/* the response to 1 refers to the entry the promise added */
+	b.n = 0;
+	b_status(&b, "200");
+	b_index(&b, 62);
+	w_headers(&s->w, 1, true, &b);
+	s_send(s, S);
+	e = log_stream(&s->L, 1);
+	ck_assert_ptr_nonnull(e);
+	ck_assert(e->s.response_known);
+	ck_assert_uint_eq(e->s.status, 200);
+	/* the pushed response on stream 2 */
+	s_response(s, 2, "200", true);
+	e = log_stream(&s->L, 2);
+	ck_assert_ptr_nonnull(e);
+	ck_assert(!e->s.request_known && e->s.response_known);
+	ck_assert_uint_eq(e->s.open_dir, S);
+	ck_assert_str_eq(e->s.path, "");
+	ck_assert_str_eq(e->error, "");
+	st = s_stats(s);
+	ck_assert(st.decodable[S]);
+	ck_assert_uint_eq(st.hpack_errors, 0);
+	ck_assert_uint_eq(st.streams, 2);
+	ck_assert_uint_eq(st.header_blocks[S], 3);
+	s_free(s);
+}
+END_TEST
+
+/* 1xx responses are interim: the final status is the last one. */
+START_TEST(test_interim_status)
+{
+	struct sess *s = s_new(NULL);
+	const struct ev_rec *e;
+
+	s_start(s);
+	s_request(s, 1, "/upload", "i-1", false);
+	s_response(s, 1, "100", false);
+	w_frame(&s->w, TL_H2_DATA, TL_H2_FLAG_END_STREAM, 1, "body", 4);
+	s_send(s, C);
+	ck_assert_ptr_null(log_stream(&s->L, 1));
+	s_response(s, 1, "201", true);
+	e = log_stream(&s->L, 1);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_uint_eq(e->s.status, 201);
+	ck_assert(e->s.request_ended && e->s.response_ended);
+	s_free(s);
+}
+END_TEST
+
+/* The frame layer's tables: names, and what may start a direction. */
+START_TEST(test_frame_helpers)
+{
+	static const struct {
+		struct tl_h2_frame f;
+		bool ok;
+	} cases[] = {
+		{{0, TL_H2_DATA, 0x1, 1}, true},
+		{{100000, TL_H2_DATA, 0x8, 1}, true},    /* DATA: any length */
+		{{0, TL_H2_DATA, 0x1, 0}, false},        /* on stream 0 */
+		{{0, TL_H2_DATA, 0x4, 1}, false},        /* END_HEADERS on DATA */
+		{{10, TL_H2_HEADERS, 0x2d, 3}, true},
+		{{16385, TL_H2_HEADERS, 0x4, 3}, false}, /* past 16384 */
+		{{5, TL_H2_PRIORITY, 0, 3}, true},
+		{{4, TL_H2_PRIORITY, 0, 3}, false},
+		{{4, TL_H2_RST_STREAM, 0, 3}, true},
+		{{4, TL_H2_RST_STREAM, 0, 0}, false},
+		{{12, TL_H2_SETTINGS, 0, 0}, true},
+		{{0, TL_H2_SETTINGS, 0x1, 0}, true},
+		{{6, TL_H2_SETTINGS, 0x1, 0}, false},    /* an ACK with a payload */
+		{{7, TL_H2_SETTINGS, 0, 0}, false},
+		{{6, TL_H2_SETTINGS, 0, 1}, false},
+		{{4, TL_H2_PUSH_PROMISE, 0x4, 1}, true},
+		{{3, TL_H2_PUSH_PROMISE, 0x4, 1}, false},
+		{{8, TL_H2_PING, 0x1, 0}, true},
+		{{9, TL_H2_PING, 0, 0}, false},
+		{{8, TL_H2_GOAWAY, 0, 0}, true},
+		{{7, TL_H2_GOAWAY, 0, 0}, false},
+		{{8, TL_H2_GOAWAY, 0, 1}, false},
+		{{4, TL_H2_WINDOW_UPDATE, 0, 0}, true},
+		{{4, TL_H2_WINDOW_UPDATE, 0, 5}, true},
+		{{5, TL_H2_WINDOW_UPDATE, 0, 5}, false},
+		{{1, TL_H2_CONTINUATION, 0x4, 1}, true},
+		{{1, TL_H2_CONTINUATION, 0x1, 1}, false},
+		{{0, 0x0a, 0, 0}, false},                /* unknown types */
+		{{0, 0xff, 0, 1}, false},
+	};
+	uint8_t h[9];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ck_assert_msg(tl_h2_frame_plausible(&cases[i].f) == cases[i].ok, "case %zu", i);
+	ck_assert_str_eq(tl_h2_frame_type_name(TL_H2_GOAWAY), "GOAWAY");
+	ck_assert_str_eq(tl_h2_frame_type_name(TL_H2_CONTINUATION), "CONTINUATION");
+	ck_assert_str_eq(tl_h2_frame_type_name(0x0a), "UNKNOWN");
+	ck_assert_str_eq(tl_h2_error_name(0), "NO_ERROR");
+	ck_assert_str_eq(tl_h2_error_name(7), "REFUSED_STREAM");
+	ck_assert_str_eq(tl_h2_error_name(8), "CANCEL");
+	ck_assert_str_eq(tl_h2_error_name(13), "HTTP_1_1_REQUIRED");
+	ck_assert_ptr_null(tl_h2_error_name(14));
+	/* the reserved bit of the stream id is dropped */
+	memcpy(h, "\x00\x00\x04\x03\x00\xff\xff\xff\xff", 9);
+	{
+		struct tl_h2_frame f;
+
+		tl_h2_frame_parse_header(h, &f);
+		ck_assert_uint_eq(f.length, 4);
+		ck_assert_uint_eq(f.type, TL_H2_RST_STREAM);
+		ck_assert_uint_eq(f.stream_id, TL_H2_MAX_STREAM_ID);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("h2-conn");
@@ -1097,6 +1230,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_close);
 	tcase_add_test(tc, test_max_streams);
 	tcase_add_test(tc, test_roles_mid_stream);
+	tcase_add_test(tc, test_push_promise);
+	tcase_add_test(tc, test_interim_status);
+	tcase_add_test(tc, test_frame_helpers);
 	suite_add_tcase(s, tc);
 	return s;
 }
