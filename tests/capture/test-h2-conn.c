@@ -782,6 +782,66 @@ START_TEST(test_table_size)
 }
 END_TEST
 
+/* A SETTINGS whose parameters were not all delivered: its table size is
+ * unknown, the server's encoder may use up to the cap, and the server's
+ * ACK of it does not apply the next SETTINGS' size early. */
+START_TEST(test_settings_lost)
+{
+	static const uint16_t ids[] = {0x3, TL_H2_SETTINGS_HEADER_TABLE_SIZE};
+	static const uint32_t v1[] = {100, 8192}, v2[] = {100, 1024};
+	struct sess *s = s_new(NULL);
+	struct blk b = {0};
+	struct tl_h2_conn_stats st;
+	const struct ev_rec *e;
+
+	w_preface(&s->w);
+	w_settings(&s->w, 2, ids, v1);
+	/* the preface, the frame header and the first parameter; the
+	 * second (HEADER_TABLE_SIZE 8192) is not delivered */
+	tl_h2_conn_data(s->c, C, s->w.b, TL_H2_PREFACE_LEN + 9 + 6, ++s->t, TL_H2_CHUNK_START);
+	tl_h2_conn_skip(s->c, C, 6, s->t);
+	s->w.n = 0;
+	w_settings(&s->w, 2, ids, v2);
+	s_send(s, C);
+	w_settings(&s->w, 0, NULL, NULL);
+	s_send(s, S);
+	s_request(s, 1, "/a", NULL, true);
+	/* the server took the first: 8192 is its table now */
+	w_frame(&s->w, TL_H2_SETTINGS, TL_H2_FLAG_ACK, 0, NULL, 0);
+	b_size(&b, 8192);
+	b_status(&b, "200");
+	b_inc(&b, "x-a", long_value('a'));
+	w_headers(&s->w, 1, true, &b);
+	s_send(s, S);
+	st = s_stats(s);
+	ck_assert_msg(st.decodable[S], "a size update within the unknown limit refused");
+	e = log_stream(&s->L, 1);
+	ck_assert(e->s.response_known);
+	/* the ACK of the second: 1024 from now on */
+	s_request(s, 3, "/b", NULL, true);
+	w_frame(&s->w, TL_H2_SETTINGS, TL_H2_FLAG_ACK, 0, NULL, 0);
+	b.n = 0;
+	b_size(&b, 1024);
+	b_status(&b, "200");
+	b_index(&b, 62);
+	w_headers(&s->w, 3, true, &b);
+	s_send(s, S);
+	st = s_stats(s);
+	ck_assert(st.decodable[S]);
+	e = log_stream(&s->L, 3);
+	ck_assert(e->s.response_known);
+	/* beyond 1024 now */
+	s_request(s, 5, "/c", NULL, true);
+	b.n = 0;
+	b_size(&b, 1025);
+	b_status(&b, "200");
+	w_headers(&s->w, 5, true, &b);
+	s_send(s, S);
+	ck_assert(!s_stats(s).decodable[S]);
+	s_free(s);
+}
+END_TEST
+
 /* tl_h2_conn_skip: inside a payload the frames go on; inside a header
  * block the direction's headers are unknown from then on; across a frame
  * header the sync is lost until a chunk starts with frames again. */
@@ -1224,6 +1284,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_rst_stream);
 	tcase_add_test(tc, test_continuation);
 	tcase_add_test(tc, test_table_size);
+	tcase_add_test(tc, test_settings_lost);
 	tcase_add_test(tc, test_skip);
 	tcase_add_test(tc, test_chunk_frame);
 	tcase_add_test(tc, test_lost);
