@@ -398,8 +398,20 @@ static void on_settings_end(struct tl_h2_conn *c, unsigned dir, const struct tl_
 {
 	struct dir_state *d = &c->d[dir], *peer = &c->d[!dir];
 
-	if (ev->malformed || ev->lost)
+	if ((ev->malformed || ev->lost) && (ev->f.flags & TL_H2_FLAG_ACK))
 		return;
+	if (ev->malformed || ev->lost) {
+		/* Parameters were not seen: its HEADER_TABLE_SIZE is unknown.
+		 * It still takes its place among those the peer acknowledges
+		 * (or the peer's next ACK would apply a later one early), and
+		 * the peer's encoder may use any size up to the cap. */
+		if (d->n_ack == ACK_QUEUE)
+			memmove(d->ack_queue, d->ack_queue + 1, --d->n_ack * sizeof(d->ack_queue[0]));
+		d->ack_queue[d->n_ack++] = NO_TABLE_SIZE;
+		if (peer->hp.limit < peer->hp.lim.cap)
+			tl_hpack_set_limit(&peer->hp, peer->hp.lim.cap);
+		return;
+	}
 	if (ev->f.flags & TL_H2_FLAG_ACK) {
 		/* dir acknowledges the peer's oldest SETTINGS: from now on
 		 * dir's encoder is bound by it exactly. */
@@ -688,6 +700,10 @@ void tl_h2_conn_skip(struct tl_h2_conn *c, unsigned dir, uint64_t n, int64_t ts_
 		desync(c, dir);
 		return;
 	}
+	/* Bytes of a header block (or of its frame's fixed fields) went by:
+	 * what follows the gap is never decoded. */
+	if (d->rd.lost && d->in_block && !d->broken)
+		break_dir(c, dir);
 	/* The skip may have completed the frame. */
 	run(c, dir, (const uint8_t *)"", 0);
 }
