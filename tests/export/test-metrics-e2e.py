@@ -167,7 +167,7 @@ def main():
         E.wait_for(counted, WAIT, "the termination in /metrics")
         _, text = scrape(port)
         samples = E.parse_prometheus(text)
-        terms = {frozenset(ls): v for ls, v in E.metric_series(samples, "termline_terminations_total")}
+        terms = {frozenset(ls.items()): v for ls, v in E.metric_series(samples, "termline_terminations_total")}
         assert terms == {frozenset(wl.items()): 1}, f"terminations: {terms}"
         got_rules = {ls["rule"]: v for ls, v in
                      E.metric_series(samples, "termline_termination_failed_requests_total", **wl)}
