@@ -634,6 +634,11 @@ def t_completion(cli, work):
     assert r.stdout == "shop/web-5d9c7-race\n:4\n", r.stdout
     r = subprocess.run([comp, "rollout", "--re"], capture_output=True, text=True, env=env)
     assert sorted(r.stdout.splitlines()) == ["--request-timeout", "--revision", ":4"], r.stdout
+    # check's selectors of a Deployment's replaced Pods
+    r = subprocess.run([comp, "check", "--re"], capture_output=True, text=True, env=env)
+    assert sorted(r.stdout.splitlines()) == ["--request-timeout", "--require-graceful", "--revision", ":4"], r.stdout
+    r = subprocess.run([comp, "check", "--max-failed-r"], capture_output=True, text=True, env=env)
+    assert r.stdout.splitlines() == ["--max-failed-requests", "--max-failed-ratio", ":4"], r.stdout
     r = subprocess.run([comp, "render", "--out", "we"], capture_output=True, text=True, env=env)
     assert r.stdout == ":0\n", r.stdout  # file names
     # bash: the script parses and completes
@@ -642,7 +647,7 @@ def t_completion(cli, work):
           f"_kubectl_termline; echo \"${{COMPREPLY[@]}}\"; "
           f"COMP_WORDS=(kubectl-termline check --max); COMP_CWORD=2; _kubectl_termline; echo \"${{COMPREPLY[@]}}\"")
     r = subprocess.run(["bash", "-c", sh], capture_output=True, text=True, env=env)
-    assert r.stdout.splitlines() == ["explain", "--max-failed-requests --max-endpoint-lag"], (r.stdout, r.stderr)
+    assert r.stdout.splitlines() == ["explain", "--max-failed-requests --max-failed-ratio --max-endpoint-lag"], (r.stdout, r.stderr)
     assert "complete -F _kubectl_termline kubectl-termline" in script
     for shell, mark in (("zsh", "#compdef kubectl-termline"), ("fish", "complete -c kubectl-termline")):
         s = run(cli, "completion", shell).stdout

@@ -540,36 +540,84 @@ END_TEST
 
 /* ---- the findings' summary, as termline-findings hands it over ---- */
 
-/* The record round-trips; one cut at any byte, grown by one, or of
- * another magic or version is refused whole. */
+/* The record round-trips (version 2: flags, the removal lag, the
+ * unexplained and each rule's explained requests too); one cut at any
+ * byte, grown by one, or of another magic or version is refused whole; a
+ * version 1 record (an older termline-findings) still reads, without
+ * what it does not carry. */
 START_TEST(test_findings_summary_record)
 {
-	struct tl_findings_summary s = { .findings = 3, .failed_requests = 1ull << 40, .n_rules = 8 },
+	struct tl_findings_summary s = { .findings = 3, .failed_requests = 1ull << 40, .n_rules = 8,
+					 .flags = TL_FS_TERMINATED | TL_FS_SIGKILL | TL_FS_LAG |
+						  TL_FS_EXPLAINED,
+					 .removal_lag_ns = -1480000000, .unexplained = 5 },
 				   back;
-	uint8_t buf[TL_FINDINGS_SUMMARY_MAX + 1];
+	uint8_t buf[TL_FINDINGS_SUMMARY_MAX + 1], v1[20 + 2 * 12];
 	size_t n;
 
 	s.rule[0].findings = 2;
 	s.rule[0].failed_requests = 7;
+	s.rule[0].explained = 6;
 	s.rule[7].findings = 1;
 	s.rule[7].failed_requests = 1ull << 33;
+	s.rule[7].explained = (1ull << 33) - 1;
 	n = tl_findings_summary_encode(&s, buf);
-	ck_assert_uint_eq(n, 20 + 8 * 12);
+	ck_assert_uint_eq(n, 40 + 8 * 20);
+	ck_assert_uint_eq(buf[4] | buf[5] << 8, 2);
 	ck_assert_int_eq(tl_findings_summary_decode(buf, n, &back), 0);
 	ck_assert_uint_eq(back.findings, 3);
 	ck_assert_uint_eq(back.failed_requests, 1ull << 40);
 	ck_assert_uint_eq(back.n_rules, 8);
+	ck_assert_uint_eq(back.flags, TL_FS_TERMINATED | TL_FS_SIGKILL | TL_FS_LAG | TL_FS_EXPLAINED);
+	ck_assert_int_eq(back.removal_lag_ns, -1480000000);
+	ck_assert_uint_eq(back.unexplained, 5);
+	ck_assert_uint_eq(back.rule[0].findings, 2);
 	ck_assert_uint_eq(back.rule[0].failed_requests, 7);
+	ck_assert_uint_eq(back.rule[0].explained, 6);
+	ck_assert_uint_eq(back.rule[3].findings, 0);
+	ck_assert_uint_eq(back.rule[3].explained, 0);
+	ck_assert_uint_eq(back.rule[7].findings, 1);
 	ck_assert_uint_eq(back.rule[7].failed_requests, 1ull << 33);
+	ck_assert_uint_eq(back.rule[7].explained, (1ull << 33) - 1);
 	for (size_t cut = 0; cut < n; cut++)
 		ck_assert_int_eq(tl_findings_summary_decode(buf, cut, &back), -EBADMSG);
 	buf[n] = 0;
 	ck_assert_int_eq(tl_findings_summary_decode(buf, n + 1, &back), -EBADMSG);
-	buf[4] = 2;
+	buf[4] = 3;
 	ck_assert_int_eq(tl_findings_summary_decode(buf, n, &back), -EBADMSG);
+	/* a version 2 record's length read as version 1 is no record */
 	buf[4] = 1;
+	ck_assert_int_eq(tl_findings_summary_decode(buf, n, &back), -EBADMSG);
+	buf[4] = 2;
 	buf[0] = 'X';
 	ck_assert_int_eq(tl_findings_summary_decode(buf, n, &back), -EBADMSG);
+
+	/* version 1: "TLFS", 1, n_rules 2, findings 4, failed 9; per rule
+	 * findings and failed requests */
+	memset(v1, 0, sizeof(v1));
+	memcpy(v1, "TLFS", 4);
+	v1[4] = 1;
+	v1[6] = 2;
+	v1[8] = 4;
+	v1[12] = 9;
+	v1[20] = 1;  /* rule 0: 1 finding */
+	v1[24] = 9;  /* 9 failed requests */
+	v1[32] = 3;  /* rule 1: 3 findings */
+	v1[36] = 2;  /* 2 failed requests */
+	memset(&back, 0xff, sizeof(back));
+	ck_assert_int_eq(tl_findings_summary_decode(v1, sizeof(v1), &back), 0);
+	ck_assert_uint_eq(back.findings, 4);
+	ck_assert_uint_eq(back.failed_requests, 9);
+	ck_assert_uint_eq(back.n_rules, 2);
+	ck_assert_uint_eq(back.flags, 0); /* not TL_FS_EXPLAINED: the metrics count under rule="none" */
+	ck_assert_int_eq(back.removal_lag_ns, 0);
+	ck_assert_uint_eq(back.unexplained, 0);
+	ck_assert_uint_eq(back.rule[0].findings, 1);
+	ck_assert_uint_eq(back.rule[0].failed_requests, 9);
+	ck_assert_uint_eq(back.rule[0].explained, 0);
+	ck_assert_uint_eq(back.rule[1].findings, 3);
+	ck_assert_uint_eq(back.rule[1].failed_requests, 2);
+	ck_assert_int_eq(tl_findings_summary_decode(v1, sizeof(v1) - 1, &back), -EBADMSG);
 }
 END_TEST
 
