@@ -1024,17 +1024,23 @@ static int parse_config(struct file_state *fs)
 
 /* ---- canonical rendering and digest ---- */
 
-/* Strings are escaped so that no value can forge another line. */
-static void sb_value(struct tl_buf *b, const char *s)
+/* Strings are escaped so that no value can forge another line; sep (0:
+ * none) too, so that no item of a list can forge two. */
+static void sb_item(struct tl_buf *b, const char *s, char sep)
 {
 	for (; s && *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
-		if (c < 0x20 || c == 0x7f || c == '\\')
+		if (c < 0x20 || c == 0x7f || c == '\\' || (sep && c == (unsigned char)sep))
 			tl_buf_printf(b, "\\x%02x", c);
 		else
 			tl_buf_addc(b, (char)c);
 	}
+}
+
+static void sb_value(struct tl_buf *b, const char *s)
+{
+	sb_item(b, s, 0);
 }
 
 int tl_options_render(const struct tl_options *o, char **ret)
@@ -1087,11 +1093,12 @@ int tl_options_render(const struct tl_options *o, char **ret)
 			}
 			break;
 		case KIND_FORMAT:
-			/* one line: the formats escaped, joined by a bar */
+			/* one line: the formats escaped (a bar in one too),
+			 * joined by a bar */
 			for (int h = 0; h < o->n_access_log_formats; h++) {
 				if (h)
 					tl_buf_addc(&b, '|');
-				sb_value(&b, o->access_log_formats[h]);
+				sb_item(&b, o->access_log_formats[h], '|');
 			}
 			break;
 		case KIND_LOG_LEVEL:

@@ -811,6 +811,20 @@ START_TEST(test_render_escapes)
 	ck_assert_ptr_null(strstr(text, "\nlinger=1\n"));
 	free(text);
 	tl_options_free(&o);
+
+	/* one format with a bar in it is not the two formats around it */
+	ck_assert_int_eq(parse(&o, ARGV("--access-log-format", "%PROTOCOL%|%RESPONSE_CODE%")), 0);
+	ck_assert_int_eq(tl_options_render(&o, &text), 0);
+	ck_assert_ptr_nonnull(strstr(text, "\naccess-log-format=%PROTOCOL%\\x7c%RESPONSE_CODE%\n"));
+	free(text);
+	tl_options_free(&o);
+	ck_assert_int_eq(parse(&o, ARGV("--access-log-format", "%PROTOCOL%", "--access-log-format",
+					"%RESPONSE_CODE%")),
+			 0);
+	ck_assert_int_eq(tl_options_render(&o, &text), 0);
+	ck_assert_ptr_nonnull(strstr(text, "\naccess-log-format=%PROTOCOL%|%RESPONSE_CODE%\n"));
+	free(text);
+	tl_options_free(&o);
 }
 END_TEST
 
