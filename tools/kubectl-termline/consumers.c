@@ -397,14 +397,12 @@ int consumers_lanes(struct consumers *cs, size_t max)
 
 const char *consumers_lane_sub(const struct consumers *cs, size_t lane, char *buf, size_t len)
 {
-	size_t members = 0, failed = 0, requests = 0;
+	size_t members = 0;
 	const struct consumer *one = NULL;
 
 	for (size_t i = 0; i < cs->n; i++)
 		if (cs->c[i].lane == (int)lane) {
 			members++;
-			requests += cs->c[i].requests;
-			failed += cs->c[i].failed;
 			one = &cs->c[i];
 		}
 	if (members == 1 && one->who.workload[0])
