@@ -18,14 +18,20 @@ the API double (tests/kube/kube-double.py) serving argoproj.io/v1alpha1:
 - rollout NAME (the verb) over the same Rollout;
 - a Rollout that does not exist; an API server without the Rollout CRD (the
   group absent, or argoproj.io served for Argo CD alone): one line, exit 2;
-- --from DIR: the ReplicaSets told by their name, as for a Deployment."""
+- --from DIR: the ReplicaSets told by their name, as for a Deployment;
+- manifests/examples/argo-rollouts-analysis.yaml's Job runs check
+  rollout/NAME: its arguments, as Argo fills them in, against the double;
+  manifests/user-rbac.yaml grants get/list on rollouts.argoproj.io."""
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+
+import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -190,6 +196,15 @@ def t_api(cli, work, race, fixed):
         r = run(cli, "rollout", "rollout/web", *k, rc=0)
         assert r.stdout.startswith("rollout shop/web: 28 requests failed in 2 of 3 Pods"), r.stdout
 
+        # the example AnalysisTemplate's Job, its arguments as Argo fills
+        # them in: web's rollout passes, api's (its replaced Pod failed 14) fails
+        for workload, want in (("web", 0), ("api", 1)):
+            c = job_container()
+            args = [re.sub(r"\{\{args\.([a-z-]+)\}\}", lambda m: {"workload": workload, "namespace": "shop"}.get(
+                m.group(1)) or ARGS[m.group(1)], a) for a in c["args"]]
+            assert args[:2] == ["check", f"rollout/{workload}"], args
+            run(cli, *args, "--kubeconfig", d.kubeconfig, rc=want)
+
         # no such Rollout: said once, with the next step
         r = run(cli, "check", "rollout/nope", *k, rc=2)
         assert "rollout shop/nope not found" in r.stderr and "kubectl -n shop get rollouts.argoproj.io" \
@@ -218,6 +233,32 @@ def t_api(cli, work, race, fixed):
     srv.shutdown()
 
 
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "manifests", "examples",
+                       "argo-rollouts-analysis.yaml")
+ARGS = {}
+
+
+def job_container():
+    """The check container of the example AnalysisTemplate's job provider;
+    ARGS: its args' default values."""
+    with open(EXAMPLE, encoding="utf-8") as f:
+        t = [d for d in yaml.safe_load_all(f) if d and d["kind"] == "AnalysisTemplate"][0]
+    ARGS.update({a["name"]: a["value"] for a in t["spec"]["args"] if "value" in a})
+    jobs = [m["provider"]["job"] for m in t["spec"]["metrics"] if "job" in m["provider"]]
+    assert len(jobs) == 1, jobs
+    return jobs[0]["spec"]["template"]["spec"]["containers"][0]
+
+
+def t_rbac():
+    """manifests/user-rbac.yaml: the users' ClusterRole reads Rollouts."""
+    with open(os.path.join(os.path.dirname(os.path.dirname(HERE)), "manifests", "user-rbac.yaml"),
+              encoding="utf-8") as f:
+        role = [d for d in yaml.safe_load_all(f) if d and d["kind"] == "ClusterRole"][0]
+    rules = [r for r in role["rules"] if "argoproj.io" in r["apiGroups"]]
+    assert rules and any("rollouts" in r["resources"] and {"get", "list"} <= set(r["verbs"]) for r in rules) \
+        and all(set(r["verbs"]) <= {"get", "list", "watch"} for r in rules), rules
+
+
 def t_from_dir(cli, work, race, fixed):
     """--from DIR: no API server; the Rollout's ReplicaSets are those named
     web-<hash> (Argo names them NAME-<pod template hash>)."""
@@ -244,6 +285,7 @@ def main():
     work = tempfile.mkdtemp(prefix="termline-check-argo-")
     try:
         race, fixed = L.load(L.RACE_FILE), L.load(L.FIXED_FILE)
+        t_rbac()
         t_from_dir(cli, work, race, fixed)
         t_api(cli, work, race, fixed)
     finally:
