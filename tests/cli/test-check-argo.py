@@ -21,7 +21,8 @@ the API double (tests/kube/kube-double.py) serving argoproj.io/v1alpha1:
 - --from DIR: the ReplicaSets told by their name, as for a Deployment;
 - manifests/examples/argo-rollouts-analysis.yaml's Job runs check
   rollout/NAME: its arguments, as Argo fills them in, against the double;
-  manifests/user-rbac.yaml grants get/list on rollouts.argoproj.io."""
+  manifests/user-rbac.yaml grants get/list on rollouts.argoproj.io;
+- completion offers rollout/ and, with --from DIR, rollout/NAME."""
 import argparse
 import json
 import os
@@ -271,6 +272,11 @@ def t_from_dir(cli, work, race, fixed):
     assert o["rollout"]["selection"] == "rollout shop/web: 2 Pods of the ReplicaSets named web-<hash> " \
                                         "(--from has no API server to ask)", o["rollout"]
     assert sorted(x["pod"] for x in o["results"]) == ["shop/web-5d9c7-a", "shop/web-6b8d4-b"], o["results"]
+    # completion: the kind, and with --from DIR the Rollouts by their Pods' names
+    assert run(cli, "__complete", "check", "ro").stdout == "rollout/\n:4\n"
+    assert run(cli, "__complete", "rollout", "").stdout.splitlines() == ["deployment/", "rollout/", ":4"]
+    assert sorted(run(cli, "__complete", "check", "--from", root, "rollout/w").stdout.splitlines()) == \
+        [":4", "rollout/web", "rollout/webshop"]
     # usage: one Rollout, no Pods with it; no name
     r = run(cli, "check", "rollout/web", L.RACE, "--from", root, rc=2)
     assert "check rollout/web takes no other Pod" in r.stderr, r.stderr
