@@ -409,8 +409,8 @@ static void add_str(struct json_object *o, const char *k, const char *v)
 }
 
 /* check deployment/NAME (rollout/NAME: an Argo Rollout, the same way):
- * the Pods the rollout replaced (since --since, of
- * --revision, else since the current revision's ReplicaSet was created),
+ * the Pods the rollout replaced (since --since, of --revision, else since
+ * the current revision's ReplicaSet was created),
  * the request assertions over all of them together, the others per Pod.
  * The Deployment's object (see docs/cli.md) into *ret_dep, each Pod's
  * result into results. */
@@ -492,8 +492,7 @@ static int check_deployment(struct cli *cli, long max_failed, struct json_object
 	if (sel.guessed)
 		snprintf(rs, sizeof(rs), "the ReplicaSets named %s-<hash>", sel.name);
 	snprintf(text, sizeof(text), "%s %s/%s: %zu Pod%s of %s%s%s%s", replaced_kind(&sel), sel.ns,
-		 sel.name,
-		 n, n == 1 ? "" : "s", rs[0] ? rs : "no replaced ReplicaSet",
+		 sel.name, n, n == 1 ? "" : "s", rs[0] ? rs : "no replaced ReplicaSet",
 		 since[0] ? " replaced since " : "", since,
 		 since[0] && !cli->has_since && sel.current_revision
 		     ? " (when the current revision's ReplicaSet was created)"

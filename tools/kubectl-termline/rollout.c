@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-/* rollout deployment/NAME (rollout/NAME, an Argo Rollout): every Pod of the replaced ReplicaSet(s), from
- * every node's agent: Pods terminated, failed requests in total and by
- * finding, the worst Pods, and one recommendation for the Deployment: the
- * largest value any Pod needed of the most severe finding's setting (the
- * setting that would have covered every Pod). docs/cli.md. */
+/* rollout deployment/NAME (rollout/NAME, an Argo Rollout): every Pod of
+ * the replaced ReplicaSet(s), from every node's agent: Pods terminated,
+ * failed requests in total and by finding, the worst Pods, and one
+ * recommendation for the Deployment: the largest value any Pod needed of
+ * the most severe finding's setting (the setting that would have covered
+ * every Pod). docs/cli.md. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -64,7 +65,8 @@ static bool owned_by(struct json_object *rs, const char *uid)
 	struct json_object *owners;
 	bool mine = false;
 
-	if (uid && json_object_object_get_ex(json_path(rs, "metadata"), "ownerReferences", &owners) &&
+	if (uid &&
+	    json_object_object_get_ex(json_path(rs, "metadata"), "ownerReferences", &owners) &&
 	    json_object_is_type(owners, json_type_array))
 		for (size_t k = 0; k < json_object_array_length(owners); k++) {
 			const char *ou = json_str(json_object_array_get_idx(owners, k), "uid");

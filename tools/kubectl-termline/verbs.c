@@ -148,7 +148,7 @@ const struct verb CLI_VERBS[] = {
 	.min_args = 1,
 	.max_args = 1,
 	.synopsis = "deployment/NAME | rollout/NAME [-n NS] [--revision N] [flags]",
-	.summary = "every replaced Pod of a Deployment (or Argo Rollout): the verdict and one fix",
+	.summary = "a Deployment's (Argo Rollout's) replaced Pods: the verdict, one fix",
 	.help = "The replaced ReplicaSets (every ReplicaSet the Deployment owns whose revision "
 		"is not the Deployment's; --revision N: that one) and every timeline owned by "
 		"them, from every agent. The verdict: how many Pods lost requests, how many "
