@@ -39,6 +39,12 @@ object, 404 when absent), /apis/apps/v1/namespaces/NS/{deployments,
 replicasets}[/NAME] and /apis/discovery.k8s.io/v1/namespaces/NS/endpointslices.
 Deployments and ReplicaSets are held like the other objects ("resource":
 "deployments" / "replicasets" in "objects" and steps) but have no WATCH.
+Argo Rollouts ("resource": "rollouts"), GET
+/apis/argoproj.io/v1alpha1/namespaces/NS/rollouts[/NAME], and the group's
+discovery, GET /apis/argoproj.io/v1alpha1 (an APIResourceList), are served
+only when the scenario's "crds" names rollouts.argoproj.io (the discovery
+when it names any *.argoproj.io, listing those); otherwise they are the API
+server's plain 404 of a path it does not serve (no CRD).
 GET /api/v1/namespaces/NS answers a Namespace when the scenario's
 "namespaces" list names it or an object is held in it, else 404.
 The pod proxy, GET /api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH, is
@@ -87,9 +93,12 @@ CLUSTER = {
 APPS = {
     "deployments": ("DeploymentList", "apps/v1"),
     "replicasets": ("ReplicaSetList", "apps/v1"),
+    "rollouts": ("RolloutList", "argoproj.io/v1alpha1"),
 }
-NAMESPACED = re.compile(r"^/(?:api/v1|apis/(?:apps|discovery\.k8s\.io)/v1)/namespaces/([^/]+)/"
-                        r"(pods|deployments|replicasets|endpointslices)(?:/([^/]+)(/proxy(/.*)?)?)?$")
+NAMESPACED = re.compile(r"^/(?:api/v1|apis/(?:apps|discovery\.k8s\.io)/v1|apis/argoproj\.io/v1alpha1)"
+                        r"/namespaces/([^/]+)/"
+                        r"(pods|deployments|replicasets|endpointslices|rollouts)(?:/([^/]+)(/proxy(/.*)?)?)?$")
+ARGO = "/apis/argoproj.io/v1alpha1"
 NAMESPACE = re.compile(r"^/api/v1/namespaces/([^/]+)$")
 PROXY_MAX = 64 << 20
 
@@ -104,6 +113,7 @@ class State:
         self.objs = {r: {} for r in self.initial}
         self.pod_proxy = dict(scenario.get("podProxy", {}))
         self.namespaces = list(scenario.get("namespaces", []))
+        self.crds = list(scenario.get("crds", []))
         self.compacted = 0
         self.token = scenario.get("token", "t0")
         self.token_file = token_file
@@ -274,6 +284,28 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
             return
         m = NAMESPACED.match(url.path)
+        argo = url.path == ARGO or url.path.startswith(ARGO + "/")
+        # the group is served when a CRD of it is; its rollouts only with theirs
+        group = any(c.endswith(".argoproj.io") for c in st.crds)
+        if argo and (not group or (url.path != ARGO and "rollouts.argoproj.io" not in st.crds)):
+            # no CRD: the API server's plain 404, not a Status
+            rec["status"] = 404
+            self.send_response(404)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", "19")
+            self.end_headers()
+            self.wfile.write(b"404 page not found\n")
+            return
+        if url.path == ARGO:
+            rec["status"] = 200
+            self.send_json(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "argoproj.io/v1alpha1",
+                                 "resources": [{"name": c.split(".")[0], "namespaced": True,
+                                                "kind": c.split(".")[0][:-1].capitalize(),
+                                                "verbs": ["get", "list", "watch"]}
+                                               for c in st.crds if c.endswith(".argoproj.io")]})
+            return
+        if m and (m.group(2) == "rollouts") != argo:
+            m = None  # rollouts only in argoproj.io, the others never there
         if m:
             self.namespaced(m, url, q)
             return

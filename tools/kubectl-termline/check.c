@@ -208,6 +208,14 @@ static struct json_object *check_one(const struct cli *cli, const char *arg, lon
 	return res;
 }
 
+/* "deployment" or "rollout": the selector's kind, as its object says */
+static const char *sel_word(struct json_object *dep)
+{
+	const char *k = json_str(dep, "kind");
+
+	return k && strcmp(k, "Rollout") == 0 ? "rollout" : "deployment";
+}
+
 static void text_out(const struct cli *cli, struct json_object *dep, struct json_object *results)
 {
 	if (dep) {
@@ -215,7 +223,7 @@ static void text_out(const struct cli *cli, struct json_object *dep, struct json
 		const char *st = json_str(dep, "status");
 		char who[600];
 
-		snprintf(who, sizeof(who), "deployment/%s", tx(json_str(dep, "name")));
+		snprintf(who, sizeof(who), "%s/%s", sel_word(dep), tx(json_str(dep, "name")));
 		wrap(cli, stdout, 0, 2, tx(json_str(dep, "selection")));
 		if (strcmp(st, "missing") == 0) {
 			printf("%sMISSING%s %s: %s\n", col(cli, "red"), col(cli, "reset"), who,
@@ -312,7 +320,7 @@ static void junit_out(struct json_object *dep, struct json_object *results)
 		char name[600];
 		size_t nf = 0, n = json_object_array_length(das);
 
-		snprintf(name, sizeof(name), "deployment/%s/%s", json_str(dep, "namespace"),
+		snprintf(name, sizeof(name), "%s/%s/%s", sel_word(dep), json_str(dep, "namespace"),
 			 json_str(dep, "name"));
 		for (size_t k = 0; k < n; k++)
 			nf += !json_object_get_boolean(
@@ -400,8 +408,9 @@ static void add_str(struct json_object *o, const char *k, const char *v)
 	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
 }
 
-/* check deployment/NAME: the Pods the rollout replaced (since --since, of
- * --revision, else since the current revision's ReplicaSet was created),
+/* check deployment/NAME (rollout/NAME: an Argo Rollout, the same way):
+ * the Pods the rollout replaced (since --since, of --revision, else since
+ * the current revision's ReplicaSet was created),
  * the request assertions over all of them together, the others per Pod.
  * The Deployment's object (see docs/cli.md) into *ret_dep, each Pod's
  * result into results. */
@@ -428,6 +437,7 @@ static int check_deployment(struct cli *cli, long max_failed, struct json_object
 		replaced_done(&sel);
 		return EXIT_USAGE; /* no Deployment, no source: nothing can pass */
 	}
+	add_str(dep, "kind", sel.rollout ? "Rollout" : "Deployment");
 	add_str(dep, "name", sel.name);
 	add_str(dep, "namespace", sel.ns);
 	json_object_object_add(dep, "replicaSets", json_object_get(sel.names));
@@ -481,8 +491,8 @@ static int check_deployment(struct cli *cli, long max_failed, struct json_object
 	/* what was selected, in words */
 	if (sel.guessed)
 		snprintf(rs, sizeof(rs), "the ReplicaSets named %s-<hash>", sel.name);
-	snprintf(text, sizeof(text), "deployment %s/%s: %zu Pod%s of %s%s%s%s", sel.ns, sel.name,
-		 n, n == 1 ? "" : "s", rs[0] ? rs : "no replaced ReplicaSet",
+	snprintf(text, sizeof(text), "%s %s/%s: %zu Pod%s of %s%s%s%s", replaced_kind(&sel), sel.ns,
+		 sel.name, n, n == 1 ? "" : "s", rs[0] ? rs : "no replaced ReplicaSet",
 		 since[0] ? " replaced since " : "", since,
 		 since[0] && !cli->has_since && sel.current_revision
 		     ? " (when the current revision's ReplicaSet was created)"
@@ -509,7 +519,8 @@ static int check_deployment(struct cli *cli, long max_failed, struct json_object
 		snprintf(ev, sizeof(ev),
 			 "no timeline of a Pod of %s replaced%s%s: the rollout has not replaced "
 			 "one yet, or no agent recorded it",
-			 rs[0] ? rs : "the Deployment", since[0] ? " since " : "", since);
+			 rs[0] ? rs : sel.rollout ? "the Rollout" : "the Deployment",
+			 since[0] ? " since " : "", since);
 		add_str(dep, "reason", ev);
 		snprintf(ev, sizeof(ev), "kubectl termline list -n %s", sel.ns);
 		add_str(dep, "next", ev);
@@ -554,18 +565,20 @@ int cmd_check(struct cli *cli)
 	long max_failed = cli->max_failed;
 	int worst = EXIT_FOUND;
 	struct json_object *results = json_object_new_array(), *dep = NULL;
-	bool deployment = cli->nargs >= 1 && is_deployment_arg(cli->args[0]);
+	bool deployment = cli->nargs >= 1 && is_workload_arg(cli->args[0]);
 
 	if (!results)
 		return EXIT_USAGE;
 	if (deployment && cli->nargs > 1) {
-		cli_err(cli, "check %s takes no other Pod (one Deployment, or Pods)", cli->args[0]);
+		cli_err(cli, "check %s takes no other Pod (one Deployment or Rollout, or Pods)",
+			cli->args[0]);
 		json_object_put(results);
 		return EXIT_USAGE;
 	}
 	if (!deployment && (cli->given & (F_SINCE | F_REVISION))) {
 		cli_err(cli, "--since and --revision choose a Deployment's replaced Pods: "
-			     "kubectl termline check deployment/NAME");
+			     "kubectl termline check deployment/NAME (or an Argo Rollout's: "
+			     "rollout/NAME)");
 		json_object_put(results);
 		return EXIT_USAGE;
 	}
@@ -595,7 +608,8 @@ int cmd_check(struct cli *cli)
 	} else if (!output_is(cli, "text")) {
 		struct json_object *o = json_object_new_object();
 
-		if (o && dep && json_object_object_add(o, "deployment", json_object_get(dep)) < 0) {
+		/* under "rollout" for an Argo Rollout */
+		if (o && dep && json_object_object_add(o, sel_word(dep), json_object_get(dep)) < 0) {
 			json_object_put(dep);
 			worst = EXIT_USAGE;
 		}

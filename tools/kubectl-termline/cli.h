@@ -261,9 +261,11 @@ int resolve_peers(const struct cli *cli, struct json_object *doc);
 void rollout_consumers_add(struct json_object *findings);
 struct json_object *rollout_consumers(void);
 
-/* ---- a Deployment's replaced Pods (rollout.c: rollout and check) ---- */
+/* ---- a Deployment's or an Argo Rollout's replaced Pods (rollout.c:
+ * rollout and check) ---- */
 struct replaced {
 	char name[256], ns[256];
+	bool rollout;		   /* rollout/NAME: an Argo Rollout (argoproj.io), not a Deployment */
 	struct source *src;
 	struct json_object *names; /* the replaced ReplicaSets (with --from: none known) */
 	struct json_object *docs;  /* the timelines of their Pods, newest first */
@@ -275,10 +277,19 @@ struct replaced {
 };
 /* "deployment/NAME" (deploy/, deployments/, deployment.apps/). */
 bool is_deployment_arg(const char *arg);
-/* The timelines of the Pods of deployment/NAME's replaced ReplicaSets
- * (--revision N: that revision's), replaced at or after sel->since_ns:
- * 0, else the exit status with the reason printed (EXIT_NOT_FOUND: no
- * such Deployment). sel->since_ns is read; replaced_done() after. */
+/* "rollout/NAME" (rollouts/, ro/, rollout.argoproj.io/,
+ * rollouts.argoproj.io/): an Argo Rollout. */
+bool is_rollout_arg(const char *arg);
+/* Either of them: a workload whose replaced Pods rollout and check take. */
+bool is_workload_arg(const char *arg);
+/* "deployment" or "rollout", as a selection is told. */
+const char *replaced_kind(const struct replaced *sel);
+/* The timelines of the Pods of deployment/NAME's (rollout/NAME's)
+ * replaced ReplicaSets (--revision N: that revision's), replaced at or
+ * after sel->since_ns: 0, else the exit status with the reason printed
+ * (EXIT_NOT_FOUND: no such Deployment or Rollout; EXIT_USAGE: among
+ * others, no Rollout CRD on the API server). sel->since_ns is read;
+ * replaced_done() after. */
 int replaced_pods(const struct cli *cli, const char *arg, struct replaced *sel);
 void replaced_done(struct replaced *sel);
 

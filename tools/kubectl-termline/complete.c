@@ -80,9 +80,10 @@ static bool seen(const char *c)
 	return false;
 }
 
-/* NS/POD of a state dir's timelines/NS/POD_UID.json; deployments: the
- * deployment/NAME of its Pods named NAME-<hash>-<suffix> instead */
-static void state_pods(const char *dir, const char *cur, bool deployments)
+/* NS/POD of a state dir's timelines/NS/POD_UID.json; kind ("deployment",
+ * "rollout"): the KIND/NAME of its Pods named NAME-<hash>-<suffix> instead
+ * (a Deployment's and an Argo Rollout's are named alike) */
+static void state_pods(const char *dir, const char *cur, const char *kind)
 {
 	char top[4096];
 	DIR *d, *sub;
@@ -109,8 +110,8 @@ static void state_pods(const char *dir, const char *cur, bool deployments)
 				continue;
 			snprintf(c, sizeof(c), "%s/%.*s", de->d_name, (int)(us - fe->d_name),
 				 fe->d_name);
-			if (deployments) {
-				/* POD is NAME-<hash>-<suffix>: deployment/NAME, once */
+			if (kind) {
+				/* POD is NAME-<hash>-<suffix>: KIND/NAME, once */
 				char pod[300];
 				char *a, *b;
 
@@ -123,7 +124,7 @@ static void state_pods(const char *dir, const char *cur, bool deployments)
 				if (!b || b == pod)
 					continue;
 				*b = 0;
-				snprintf(c, sizeof(c), "deployment/%s", pod);
+				snprintf(c, sizeof(c), "%s/%s", kind, pod);
 				if (seen(c))
 					continue;
 			}
@@ -196,16 +197,18 @@ int cli_complete(int argc, char **argv)
 			if (!x->hidden)
 				cand(x->name, cur);
 	} else if (v->fn == cmd_rollout || v->fn == cmd_check) {
-		/* a Deployment (check: or Pods) */
+		/* a Deployment or an Argo Rollout (check: or Pods) */
 		if (from && strncmp(from, "http", 4) != 0) {
-			state_pods(from, cur, true);
+			state_pods(from, cur, "deployment");
+			state_pods(from, cur, "rollout");
 			if (v->fn == cmd_check)
-				state_pods(from, cur, false);
+				state_pods(from, cur, NULL);
 		} else {
 			cand("deployment/", cur);
+			cand("rollout/", cur);
 		}
 	} else if (v->min_args > 0 && from && strncmp(from, "http", 4) != 0) {
-		state_pods(from, cur, false);
+		state_pods(from, cur, NULL);
 	}
 	printf(":%d\n", directive);
 	return 0;

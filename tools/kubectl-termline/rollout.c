@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-/* rollout deployment/NAME: every Pod of the replaced ReplicaSet(s), from
- * every node's agent: Pods terminated, failed requests in total and by
- * finding, the worst Pods, and one recommendation for the Deployment: the
- * largest value any Pod needed of the most severe finding's setting (the
- * setting that would have covered every Pod). docs/cli.md. */
+/* rollout deployment/NAME (rollout/NAME, an Argo Rollout): every Pod of
+ * the replaced ReplicaSet(s), from every node's agent: Pods terminated,
+ * failed requests in total and by finding, the worst Pods, and one
+ * recommendation for the Deployment: the largest value any Pod needed of
+ * the most severe finding's setting (the setting that would have covered
+ * every Pod). docs/cli.md. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,70 +18,133 @@
 #include "findings.h"
 
 #define REVISION_ANNOTATION "deployment.kubernetes.io/revision"
+/* Argo Rollouts: the revision on the Rollout and on each of its
+ * ReplicaSets, and the label its ReplicaSets carry the Pod template's hash
+ * in (the Rollout's status.currentPodHash names the current one). */
+#define ARGO_REVISION_ANNOTATION "rollout.argoproj.io/revision"
+#define ARGO_HASH_LABEL "rollouts-pod-template-hash"
+#define ARGO_GROUP_VERSION "/apis/argoproj.io/v1alpha1"
 #define WORST 5
 
-static long revision_of(struct json_object *o)
+static long revision_of(struct json_object *o, bool rollout)
 {
-	const char *r = json_str(json_path(o, "metadata.annotations"), REVISION_ANNOTATION);
+	const char *r = json_str(json_path(o, "metadata.annotations"),
+				 rollout ? ARGO_REVISION_ANNOTATION : REVISION_ANNOTATION);
 
 	return r ? strtol(r, NULL, 10) : 0;
 }
 
-/* The replaced ReplicaSets' names (or the one of --revision), and when
- * the current revision's ReplicaSet was created (0: not known). */
-static int replicasets(const struct cli *cli, struct source *src, const char *ns, const char *name,
-		       struct json_object *names, long *ret_current, int64_t *current_created,
-		       struct src_err *e)
+const char *replaced_kind(const struct replaced *sel)
 {
-	struct json_object *dep = NULL, *rsl = NULL, *items;
-	const char *uid;
+	return sel->rollout ? "rollout" : "deployment";
+}
+
+/* After a Rollout's 404: whether the API server serves rollouts in
+ * argoproj.io at all (Argo CD and Argo Workflows share the group). */
+static bool rollouts_served(struct source *src)
+{
+	struct json_object *list = NULL, *res;
+	struct src_err e;
+	bool found = false;
+
+	if (source_api_get(src, ARGO_GROUP_VERSION, &list, &e) < 0)
+		return false;
+	if (json_object_object_get_ex(list, "resources", &res) &&
+	    json_object_is_type(res, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(res); i++) {
+			const char *n = json_str(json_object_array_get_idx(res, i), "name");
+
+			found |= n && strcmp(n, "rollouts") == 0;
+		}
+	json_object_put(list);
+	return found;
+}
+
+static bool owned_by(struct json_object *rs, const char *uid)
+{
+	struct json_object *owners;
+	bool mine = false;
+
+	if (uid &&
+	    json_object_object_get_ex(json_path(rs, "metadata"), "ownerReferences", &owners) &&
+	    json_object_is_type(owners, json_type_array))
+		for (size_t k = 0; k < json_object_array_length(owners); k++) {
+			const char *ou = json_str(json_object_array_get_idx(owners, k), "uid");
+
+			mine |= ou && strcmp(ou, uid) == 0;
+		}
+	return mine;
+}
+
+/* The replaced ReplicaSets' names (or the one of --revision), and when
+ * the current revision's ReplicaSet was created (0: not known). A
+ * Rollout's current ReplicaSet is the one of its status.currentPodHash,
+ * else the one of its revision. -ENOENT: no such object; -ENOPKG: no
+ * Rollout CRD. */
+static int replicasets(const struct cli *cli, struct source *src, bool rollout, const char *ns,
+		       const char *name, struct json_object *names, long *ret_current,
+		       int64_t *current_created, struct src_err *e)
+{
+	struct json_object *dep = NULL, *rsl = NULL, *items = NULL;
+	const char *uid, *hash = NULL;
 	char path[1024];
 	long current;
 	int r;
 
-	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/deployments/%s", ns, name);
+	if (rollout)
+		snprintf(path, sizeof(path), ARGO_GROUP_VERSION "/namespaces/%s/rollouts/%s", ns,
+			 name);
+	else
+		snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/deployments/%s", ns,
+			 name);
 	r = source_api_get(src, path, &dep, e);
+	if (r == -ENOENT && rollout && !rollouts_served(src))
+		return -ENOPKG;
 	if (r < 0)
 		return r;
 	uid = json_str(json_path(dep, "metadata"), "uid");
-	current = revision_of(dep);
-	*ret_current = current;
+	current = revision_of(dep, rollout);
+	if (rollout) {
+		hash = json_str(json_path(dep, "status"), "currentPodHash");
+		if (hash && !hash[0])
+			hash = NULL;
+	}
 	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/replicasets", ns);
 	r = source_api_get(src, path, &rsl, e);
 	if (r < 0)
 		goto out;
-	if (json_object_object_get_ex(rsl, "items", &items) &&
-	    json_object_is_type(items, json_type_array))
-		for (size_t i = 0; i < json_object_array_length(items); i++) {
-			struct json_object *rs = json_object_array_get_idx(items, i), *owners;
-			bool mine = false;
-			long rev = revision_of(rs);
+	if (!json_object_object_get_ex(rsl, "items", &items) ||
+	    !json_object_is_type(items, json_type_array))
+		items = NULL;
+	/* the Rollout's current revision: its current Pod hash's ReplicaSet's */
+	for (size_t i = 0; hash && items && i < json_object_array_length(items); i++) {
+		struct json_object *rs = json_object_array_get_idx(items, i);
+		const char *h = json_str(json_path(rs, "metadata.labels"), ARGO_HASH_LABEL);
 
-			if (json_object_object_get_ex(json_path(rs, "metadata"), "ownerReferences",
-						      &owners) &&
-			    json_object_is_type(owners, json_type_array))
-				for (size_t k = 0; k < json_object_array_length(owners); k++) {
-					const char *ou =
-					    json_str(json_object_array_get_idx(owners, k), "uid");
+		if (owned_by(rs, uid) && h && strcmp(h, hash) == 0 && revision_of(rs, true))
+			current = revision_of(rs, true);
+	}
+	*ret_current = current;
+	for (size_t i = 0; items && i < json_object_array_length(items); i++) {
+		struct json_object *rs = json_object_array_get_idx(items, i);
+		bool mine = owned_by(rs, uid);
+		long rev = revision_of(rs, rollout);
 
-					mine |= ou && uid && strcmp(ou, uid) == 0;
-				}
-			if (mine && rev == current && current_created) {
-				const char *c = json_str(json_path(rs, "metadata"), "creationTimestamp");
+		if (mine && rev == current && current_created) {
+			const char *c = json_str(json_path(rs, "metadata"), "creationTimestamp");
 
-				if (!c || tl_time_parse(c, current_created) < 0)
-					*current_created = 0;
-			}
-			if (!mine || (cli->revision ? rev != cli->revision : rev == current))
-				continue;
-			if (json_object_array_add(
-				names,
-				json_object_new_string(json_str(json_path(rs, "metadata"), "name")
-							   ?: "")) < 0) {
-				r = -ENOMEM;
-				goto out;
-			}
+			if (!c || tl_time_parse(c, current_created) < 0)
+				*current_created = 0;
 		}
+		if (!mine || (cli->revision ? rev != cli->revision : rev == current))
+			continue;
+		if (json_object_array_add(
+			names, json_object_new_string(json_str(json_path(rs, "metadata"), "name")
+							  ?: "")) < 0) {
+			r = -ENOMEM;
+			goto out;
+		}
+	}
 	r = 0;
 out:
 	json_object_put(dep);
@@ -105,6 +169,23 @@ bool is_deployment_arg(const char *arg)
 		if (strncmp(arg, forms[i], strlen(forms[i])) == 0)
 			return true;
 	return false;
+}
+
+bool is_rollout_arg(const char *arg)
+{
+	/* kubectl's names of Argo's Rollout: its short name is ro */
+	static const char *const forms[] = {"rollout/", "rollouts/", "ro/", "rollout.argoproj.io/",
+					    "rollouts.argoproj.io/"};
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+		if (strncmp(arg, forms[i], strlen(forms[i])) == 0)
+			return true;
+	return false;
+}
+
+bool is_workload_arg(const char *arg)
+{
+	return is_deployment_arg(arg) || is_rollout_arg(arg);
 }
 
 /* When a timeline's Pod was replaced: its deletion, else its first SIGTERM,
@@ -132,30 +213,40 @@ int replaced_pods(const struct cli *cli, const char *arg, struct replaced *sel)
 	sel->docs = json_object_new_array();
 	if (!sel->names || !sel->docs)
 		return EXIT_USAGE;
-	if (slash && !is_deployment_arg(arg)) {
-		cli_err(cli, "%s: only deployment/NAME", arg);
+	if (slash && !is_workload_arg(arg)) {
+		cli_err(cli, "%s: only deployment/NAME or rollout/NAME", arg);
 		return EXIT_USAGE;
 	}
+	sel->rollout = slash && is_rollout_arg(arg);
 	snprintf(sel->name, sizeof(sel->name), "%s", slash ? slash + 1 : arg);
 	if (!sel->name[0]) {
-		cli_err(cli, "no Deployment name");
+		cli_err(cli, "no %s name", sel->rollout ? "Rollout" : "Deployment");
 		return EXIT_USAGE;
 	}
 	r = source_open(cli, &sel->src, &e);
 	snprintf(sel->ns, sizeof(sel->ns), "%s", source_namespace(sel->src, cli));
 	if (r == 0) {
-		r = replicasets(cli, sel->src, sel->ns, sel->name, sel->names, &sel->current_revision,
-				&sel->current_created_ns, &e);
+		r = replicasets(cli, sel->src, sel->rollout, sel->ns, sel->name, sel->names,
+				&sel->current_revision, &sel->current_created_ns, &e);
 		if (r == 0 && sel->since_current && !sel->since_ns)
 			sel->since_ns = sel->current_created_ns;
 		if (r == -ENOTSUP) {
 			/* --from: no API server to ask which ReplicaSets the
-			 * Deployment owns: its Pods' owners are NAME-<hash> */
+			 * Deployment (Rollout) owns: its Pods' owners are
+			 * NAME-<hash> (Argo names a Rollout's the same way) */
 			sel->guessed = true;
 			r = 0;
+		} else if (r == -ENOPKG) {
+			cli_err(cli,
+				"rollout %s/%s: the API server has no rollouts.argoproj.io (Argo "
+				"Rollouts' CRD is not installed)",
+				sel->ns, sel->name);
+			fprintf(stderr, "  next: kubectl get crd rollouts.argoproj.io\n");
+			return EXIT_USAGE;
 		} else if (r == -ENOENT) {
-			cli_err(cli, "deployment %s/%s not found", sel->ns, sel->name);
-			fprintf(stderr, "  next: kubectl -n %s get deployments\n", tx(sel->ns));
+			cli_err(cli, "%s %s/%s not found", replaced_kind(sel), sel->ns, sel->name);
+			fprintf(stderr, "  next: kubectl -n %s get %s\n", tx(sel->ns),
+				sel->rollout ? "rollouts.argoproj.io" : "deployments");
 			return EXIT_NOT_FOUND;
 		}
 	}
@@ -462,7 +553,10 @@ int cmd_rollout(struct cli *cli)
 		out = json_object_new_object();
 		if (!out)
 			goto done;
-		json_object_object_add(out, "deployment", json_object_new_string(name));
+		/* "rollout" for an Argo Rollout; "kind" says which */
+		json_object_object_add(out, replaced_kind(&sel), json_object_new_string(name));
+		json_object_object_add(out, "kind",
+				       json_object_new_string(sel.rollout ? "Rollout" : "Deployment"));
 		json_object_object_add(out, "namespace", json_object_new_string(ns));
 		json_object_object_add(out, "replicaSets", json_object_get(names));
 		json_object_object_add(out, "pods", json_object_new_int64((int64_t)n));
@@ -484,8 +578,8 @@ int cmd_rollout(struct cli *cli)
 	} else {
 		char head[2400];
 
-		snprintf(head, sizeof(head), "%sdeployment %s/%s:%s %s%s.%s", col(cli, "bold"),
-			 tx(ns), tx(name), col(cli, "reset"), total ? col(cli, "red") : "", text,
+		snprintf(head, sizeof(head), "%s%s %s/%s:%s %s%s.%s", col(cli, "bold"),
+			 replaced_kind(&sel), tx(ns), tx(name), col(cli, "reset"), total ? col(cli, "red") : "", text,
 			 total ? col(cli, "reset") : "");
 		wrap(cli, stdout, 0, 2, head);
 		snprintf(head, sizeof(head), "The Pods of %s%s.",
@@ -554,7 +648,7 @@ int cmd_rollout(struct cli *cli)
 	}
 	rc = n ? EXIT_FOUND : EXIT_NOT_FOUND;
 	if (!n) {
-		cli_err(cli, "no timelines of deployment %s/%s's Pods", ns, name);
+		cli_err(cli, "no timelines of %s %s/%s's Pods", replaced_kind(&sel), ns, name);
 		fprintf(stderr, "  next: kubectl termline list -n %s\n", tx(ns));
 	}
 done:

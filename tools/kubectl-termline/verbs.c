@@ -108,7 +108,8 @@ const struct verb CLI_VERBS[] = {
 	.outputs = "text|json|yaml|junit",
 	.min_args = 1,
 	.max_args = -1,
-	.synopsis = TARGET "... | deployment/NAME [--since TIME|DURATION] [--revision N]\n"
+	.synopsis = TARGET "... | deployment/NAME | rollout/NAME\n"
+			   "      [--since TIME|DURATION] [--revision N]\n"
 			   "      [--max-failed-requests N] [--max-failed-ratio R] [--require-graceful]"
 			   "\n      [--max-endpoint-lag SECONDS] [flags]",
 	.summary = "a gate for pipelines: exit 0 pass, 1 fail, 2 missing or incomplete",
@@ -121,7 +122,8 @@ const struct verb CLI_VERBS[] = {
 		"ReplicaSets (as rollout finds them) replaced since the current revision's "
 		"ReplicaSet was created, or since --since (a time, or how long ago), or of "
 		"--revision N; --max-failed-requests and --max-failed-ratio are then asserted over "
-		"all of them together, the others per Pod. -o json or yaml: every result as data; "
+		"all of them together, the others per Pod. rollout/NAME (ro/NAME): an Argo "
+		"Rollout's, the same way. -o json or yaml: every result as data; "
 		"-o junit: JUnit XML for a CI's test report. Exit status 0 when every assertion "
 		"passed, 1 when one failed, 2 when a timeline is missing or incomplete, or a "
 		"Deployment has no replaced Pod with a timeline (nothing to judge is no pass).",
@@ -134,7 +136,9 @@ const struct verb CLI_VERBS[] = {
 		    "--max-failed-ratio 0.001\n"
 		    "  # revision 4's Pods, graceful, as a JUnit report\n"
 		    "  kubectl termline check deployment/web -n shop --revision 4 "
-		    "--require-graceful -o junit > termline.xml\n",
+		    "--require-graceful -o junit > termline.xml\n"
+		    "  # an Argo Rollout's gate (the AnalysisTemplate's Job)\n"
+		    "  kubectl termline check rollout/web -n shop\n",
     },
     {
 	.name = "rollout",
@@ -143,15 +147,16 @@ const struct verb CLI_VERBS[] = {
 	.outputs = "text|json|yaml",
 	.min_args = 1,
 	.max_args = 1,
-	.synopsis = "deployment/NAME [-n NS] [--revision N] [flags]",
-	.summary = "every replaced Pod of a Deployment: the verdict and one fix for all",
+	.synopsis = "deployment/NAME | rollout/NAME [-n NS] [--revision N] [flags]",
+	.summary = "a Deployment's (Argo Rollout's) replaced Pods: the verdict, one fix",
 	.help = "The replaced ReplicaSets (every ReplicaSet the Deployment owns whose revision "
 		"is not the Deployment's; --revision N: that one) and every timeline owned by "
 		"them, from every agent. The verdict: how many Pods lost requests, how many "
 		"requests, the cause; then one fix that covers every Pod (the largest value any "
 		"Pod needed); then each finding with the Pods and requests it covers, and the "
 		"worst Pods. With --from there is no API server: Pods owned by ReplicaSets named "
-		"NAME-<hash> are taken, and --revision cannot be told.",
+		"NAME-<hash> are taken, and --revision cannot be told. rollout/NAME (ro/NAME): "
+		"an Argo Rollout's ReplicaSets, the same way.",
 	.examples = "  # the last rollout of web\n"
 		    "  kubectl termline rollout deployment/web -n shop\n"
 		    "  # revision 3's Pods, as JSON\n"
