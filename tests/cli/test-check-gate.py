@@ -256,7 +256,7 @@ def t_usage(cli):
         assert "--since and --revision choose a Deployment's replaced Pods" in r.stderr, r.stderr
     # a revision is the API server's to tell
     r = run(cli, "check", "deployment/web", "--revision", "2", *S, rc=2)
-    assert "--revision needs the API server (the Deployment's revisions); --from has none" in r.stderr, r.stderr
+    assert "--revision needs the API server (the workload's revisions); --from has none" in r.stderr, r.stderr
     for bad in ("1.5", "-0.1", "x", "150%", "%", ""):
         r = run(cli, "check", L.RACE, *S, "--max-failed-ratio", bad, rc=2)
         assert "a ratio from 0 to 1 (0.01) or a percentage (1%)" in r.stderr, (bad, r.stderr)

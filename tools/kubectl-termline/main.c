@@ -289,7 +289,7 @@ static int check_flags(struct cli *cli, const struct seen *seen)
 		return -EINVAL;
 	}
 	if (cli->from && (cli->given & F_REVISION)) {
-		cli_err(cli, "--revision needs the API server (the Deployment's revisions); --from "
+		cli_err(cli, "--revision needs the API server (the workload's revisions); --from "
 			     "has none");
 		return -EINVAL;
 	}
