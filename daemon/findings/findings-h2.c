@@ -125,15 +125,6 @@ static void h2set_free(struct h2set *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* gRPC's codes a call gets when its server stops under it or its
- * connection goes (the codes gRPC's libraries make themselves, not the
- * application's): CANCELLED, UNKNOWN, DEADLINE_EXCEEDED, INTERNAL,
- * UNAVAILABLE. */
-static bool grpc_failure(int code)
-{
-	return code == 1 || code == 2 || code == 4 || code == 13 || code == 14;
-}
-
 static const char *grpc_name(int code)
 {
 	static const char *const names[] = {
@@ -177,12 +168,12 @@ static void call_status(const struct h2req *r, char *buf, size_t len)
 		snprintf(buf, len, "no response");
 }
 
-/* Did the call fail (the wire's view: no end, or a gRPC status the
- * library makes when the server or connection goes)? */
+/* Did the call fail? The one rule of every count of failed requests
+ * (findings-model.h): its gRPC status when it has one, else no response,
+ * a 5xx or a stream that did not complete. */
 static bool call_failed(const struct h2req *r)
 {
-	return r->error ||
-	       (r->grpc >= 0 ? grpc_failure(r->grpc) : r->status == 0 || r->status >= 500);
+	return tl_http_failed(r->status, r->grpc, NULL, r->error);
 }
 
 static int collect(const struct tl_model *m, struct h2set *s)
@@ -226,7 +217,7 @@ static int collect(const struct tl_model *m, struct h2set *s)
 			r->status = (int)num(ev, "status", 0);
 			r->grpc = (int)num(ev, "grpcStatus", -1);
 			r->after_goaway = tl_json_bool(ev, "afterGoaway", false);
-			if (!r->error && r->grpc >= 0 && !grpc_failure(r->grpc) &&
+			if (!r->error && r->grpc >= 0 && !call_failed(r) &&
 			    r->end_ns - r->start_ns > s->max_call_ns)
 				s->max_call_ns = r->end_ns - r->start_ns;
 		} else if (strcmp(type, "http2.connection") == 0) {
@@ -779,6 +770,26 @@ static void count_code(struct codecount *cc, size_t *ncc, const char *dir, const
 	cc[(*ncc)++].n = 1;
 }
 
+/* A call the rule names: it ended after the reference without
+ * completing (error), or it failed and a RST_STREAM of its stream followed
+ * (a gRPC server cancelling its calls answers each with an error status,
+ * then resets the stream: the RST_STREAM cannot name the call, the call
+ * names it). */
+static bool cut_call(const struct tl_model *m, const struct h2set *s, const struct h2req *q)
+{
+	if (q->end_ns < m->ref_ns)
+		return false;
+	if (q->error)
+		return true;
+	if (!call_failed(q) || !q->stream)
+		return false;
+	for (size_t i = 0; i < s->n_rst; i++)
+		if (s->rst[i].stream == q->stream && s->rst[i].conn == q->conn &&
+		    same(s->rst[i].container, q->container) && s->rst[i].t >= m->ref_ns)
+			return true;
+	return false;
+}
+
 int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 {
 	struct h2set s;
@@ -819,12 +830,12 @@ int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 	for (size_t i = 0; i < s.n_r; i++) {
 		const struct h2req *q = &s.r[i];
 
-		if (q->end_ns < m->ref_ns || !q->error)
+		if (!cut_call(m, &s, q))
 			continue;
 		n_calls++;
-		if (strcmp(q->error, "closed") == 0 || strcmp(q->error, "reset") == 0)
+		if (q->error && (strcmp(q->error, "closed") == 0 || strcmp(q->error, "reset") == 0))
 			n_conn++;
-		if (strcmp(q->error, "refused") == 0)
+		if (q->error && strcmp(q->error, "refused") == 0)
 			refused++;
 		if (!first || q->end_ns < first)
 			first = q->end_ns;
@@ -886,9 +897,9 @@ int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 	for (size_t i = 0; i < s.n_r; i++) {
 		const struct h2req *q = &s.r[i];
 
-		if (q->end_ns < m->ref_ns || !q->error)
+		if (!cut_call(m, &s, q))
 			continue;
-		if ((r = add_call(m, &b, q, NULL)) < 0) {
+		if ((r = add_call(m, &b, q, q->error ? NULL : "its stream was reset")) < 0) {
 			json_object_put(codes);
 			fnd_free(&b);
 			goto done;

@@ -73,10 +73,7 @@ static const char *color_of(const struct cli *cli, struct json_object *ev)
 	if (!t)
 		return "";
 	if (strcmp(t, "http.request") == 0) {
-		int64_t st = 0;
-
-		tl_json_int(ev, "status", &st);
-		return st == 0 || st >= 500 ? col(cli, "red") : col(cli, "green");
+		return event_failed(ev) ? col(cli, "red") : col(cli, "green");
 	}
 	if (strncmp(t, "tcp.reset", 9) == 0)
 		return col(cli, "red");
