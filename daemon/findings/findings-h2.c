@@ -796,8 +796,8 @@ int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 	struct fnd b;
 	struct codecount cc[16];
 	size_t ncc = 0, n_rst = 0, n_conn = 0, n_calls = 0, refused = 0, cancel_sent = 0,
-	       unknown = 0;
-	const char *ctr = NULL;
+	       unknown = 0, ended;
+	const char *ctr = NULL, *ctr_served = NULL;
 	struct json_object *codes = NULL;
 	int64_t first = 0, last = 0;
 	int r;
@@ -841,9 +841,15 @@ int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 			first = q->end_ns;
 		if (q->end_ns > last)
 			last = q->end_ns;
+		/* whose stop it was: the server's side of a cut call first
+		 * (its client's RST_STREAMs follow from it) */
+		if (!ctr_served && q->direction && strcmp(q->direction, "inbound") == 0)
+			ctr_served = q->container;
 		if (!ctr)
 			ctr = q->container;
 	}
+	if (ctr_served)
+		ctr = ctr_served;
 	/* streams a connection's end cut whose headers were never known:
 	 * its open ones less the cut calls it has */
 	for (size_t i = 0; i < s.n_c; i++) {
@@ -871,11 +877,13 @@ int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 		r = -ENOMEM;
 		goto done;
 	}
+	/* the streams: the calls (a reset of one is the same stream), else
+	 * the RST_STREAMs */
+	ended = n_calls + unknown + (n_calls ? 0 : n_rst);
 	say(&b,
 	    "After the %s, %zu HTTP/2 stream%s ended without completing between %+.3f s and %+.3f "
 	    "s",
-	    m->ref_what, n_calls + unknown + (n_calls ? 0 : n_rst),
-	    n_calls + unknown + (n_calls ? 0 : n_rst) == 1 ? "" : "s", rel(m, first), rel(m, last));
+	    m->ref_what, ended, ended == 1 ? "" : "s", rel(m, first), rel(m, last));
 	if (n_rst) {
 		say(&b, "; RST_STREAM: ");
 		for (size_t i = 0; i < ncc; i++) {
@@ -942,7 +950,7 @@ int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 			 "the proxy ended %zu in-flight stream%s at its stop; a drain of "
 			 "ceil(longest call "
 			 "%.3f s + %.0f s margin) = %ld s lets them finish",
-			 n_calls + n_rst, n_calls + n_rst == 1 ? "" : "s",
+			 ended, ended == 1 ? "" : "s",
 			 (double)s.max_call_ns / 1e9, TL_FINDINGS_MARGIN_S, drain_s(&s));
 	else {
 		char setting[320];
@@ -957,7 +965,7 @@ int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 			 "it); a graceful stop of ceil(longest call %.3f s + %.0f s margin) = %ld "
 			 "s lets "
 			 "them finish; terminationGracePeriodSeconds >= preStop + %ld s (now %d)",
-			 n_calls + n_rst, n_calls + n_rst == 1 ? "" : "s", n_conn, cancel_sent,
+			 ended, ended == 1 ? "" : "s", n_conn, cancel_sent,
 			 (double)s.max_call_ns / 1e9, TL_FINDINGS_MARGIN_S, drain_s(&s),
 			 drain_s(&s), m->grace_s);
 	}

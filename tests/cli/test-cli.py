@@ -642,7 +642,8 @@ def t_completion(cli, work):
           f"_kubectl_termline; echo \"${{COMPREPLY[@]}}\"; "
           f"COMP_WORDS=(kubectl-termline check --max); COMP_CWORD=2; _kubectl_termline; echo \"${{COMPREPLY[@]}}\"")
     r = subprocess.run(["bash", "-c", sh], capture_output=True, text=True, env=env)
-    assert r.stdout.splitlines() == ["explain", "--max-failed-requests --max-endpoint-lag"], (r.stdout, r.stderr)
+    assert r.stdout.splitlines() == ["explain", "--max-failed-requests --max-failed-ratio --max-endpoint-lag"], \
+        (r.stdout, r.stderr)
     assert "complete -F _kubectl_termline kubectl-termline" in script
     for shell, mark in (("zsh", "#compdef kubectl-termline"), ("fish", "complete -c kubectl-termline")):
         s = run(cli, "completion", shell).stdout

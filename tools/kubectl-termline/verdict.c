@@ -305,7 +305,12 @@ bool finding_window(const struct tl_model *m, struct json_object *f, int64_t *fr
 static void cause_generic(struct json_object *f, char *buf, size_t len)
 {
 	const char *s = json_str(f, "summary");
-	size_t n = s ? strcspn(s, ".;") : 0;
+	size_t n = 0;
+
+	/* its first clause: up to a ';' or a '.' that is not a decimal point
+	 * ("+0.039 s") */
+	while (s && s[n] && s[n] != ';' && !(s[n] == '.' && !isdigit((unsigned char)s[n + 1])))
+		n++;
 
 	snprintf(buf, len, "%.*s", (int)n, s ? s : json_str(f, "rule") ? json_str(f, "rule") : "?");
 	if (*buf && isupper((unsigned char)buf[0]) && !isupper((unsigned char)buf[1]))
