@@ -24,6 +24,11 @@ Pod is deleted while they are in flight; the app gets SIGTERM:
                  ends with grpc-status UNAVAILABLE in its trailers, then
                  a RST_STREAM of its stream. streams_reset_during_drain
                  names every call by request ID and status.
+--mode midstream the graceful stop with the default --http-capture windows:
+                 the connection, opened before the termination window,
+                 is first seen mid-stream: no call gets guessed headers,
+                 its streams are counted with their headers unknown, its
+                 GOAWAYs reported.
 --mode h2load    plain h2: nghttpd in the app container, h2load in the
                  proxy's, pipelined streams (-m 10) on two connections,
                  during the termination: every request is an h2
@@ -310,6 +315,33 @@ def check_grpc(mode, doc, results, state, pod):
     return text
 
 
+def check_midstream(doc, results, state, pod):
+    """The client's connection was opened before the capture attached (the
+    default --http-capture windows: the termination window opens at the
+    deletion): its header blocks cannot be decoded, so no call of it is an
+    http.request with guessed headers; its streams are counted, its
+    GOAWAYs reported with their last-stream-id."""
+    evs = doc["events"]
+    rids = sorted(r for r in results if not r.endswith("-warm"))
+    assert {results[r]["code"] for r in rids} == {"OK"}, results
+    h2 = [e for e in evs if e["type"] == "http.request" and e.get("protocol") == "h2"]
+    assert not h2, f"HTTP/2 requests with headers from a connection first seen mid-stream: {h2[:3]}"
+    sent = [g for g in evs if g["type"] == "http2.goaway" and g["container"] == "app" and g["direction"] == "sent"]
+    last = 2 * len(rids) + 1  # the warm call's stream 1, then 3, 5, ...
+    assert [g["lastStreamId"] for g in sent] == [2147483647, last], sent
+    conns = [c for c in evs if c["type"] == "http2.connection" and c["container"] == "app"]
+    assert len(conns) == 1, conns
+    c = conns[0]
+    assert c["decoded"] is False and "connStart" not in c, c
+    assert c["streamsHeadersUnknown"] == len(rids) and c["streams"] == len(rids), c
+    assert c["goawaysSent"] == 2 and c["streamsOpenAtEnd"] == 0, c
+    out = json.loads(explain(state, pod, "-o", "json"))
+    fired = [f["rule"] for f in out["findings"] if f["rule"] in H2_RULES]
+    assert not fired, fired
+    return (f"{len(rids)} calls on a connection first seen mid-stream: no headers guessed, "
+            f"{c['streamsHeadersUnknown']} streams counted, GOAWAY last-stream-id {last}")
+
+
 def check_h2load(doc, load_out, state, pod):
     evs = doc["events"]
     m = [ln for ln in load_out.splitlines() if ln.startswith("requests:")]
@@ -359,7 +391,7 @@ def check_h2load(doc, load_out, state, pod):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["graceful", "killed", "cancel", "h2load"], default="graceful")
+    ap.add_argument("--mode", choices=["graceful", "killed", "cancel", "midstream", "h2load"], default="graceful")
     ap.add_argument("--keep-doc")
     ap.add_argument("--server", nargs=3)
     ap.add_argument("--client", nargs=4)
@@ -394,10 +426,11 @@ def main():
         os.makedirs(logs)
         agent = E.Agent(work, ["--kubeconfig", double.kubeconfig, "--node", NODE, "--state-dir", state,
                                "--cgroup-root", cgroup_root, "--pod-logs-dir", logs,
-                               "--listen", f"127.0.0.1:{port}", "--linger", str(LINGER),
-                               "--http-capture", "always"]).start()
+                               "--listen", f"127.0.0.1:{port}", "--linger", str(LINGER)] +
+                        ([] if args.mode == "midstream" else ["--http-capture", "always"])).start()
         E.wait_for(lambda: E.http_get(port, "/readyz")[0] == 200, WAIT, "/readyz")
-        E.wait_for(lambda: b"HTTP capture: attached" in agent.read_log(), WAIT, "the capture attached")
+        if args.mode != "midstream":
+            E.wait_for(lambda: b"HTTP capture: attached" in agent.read_log(), WAIT, "the capture attached")
 
         me = os.path.abspath(__file__)
         # the server in the app container, the client in the proxy's, both
@@ -416,7 +449,8 @@ def main():
         else:
             ready = os.path.join(work, "server.ready")
             out = os.path.join(work, "client.json")
-            server = subprocess.Popen(["/usr/bin/python3", me, "--server", str(gport), args.mode, ready],
+            smode = "graceful" if args.mode == "midstream" else args.mode
+            server = subprocess.Popen(["/usr/bin/python3", me, "--server", str(gport), smode, ready],
                                       preexec_fn=in_cgroup(cg["app"]))
             procs.append(server)
             E.wait_for(lambda: os.path.exists(ready) or server.poll() is not None, 30, "the gRPC server")
@@ -432,6 +466,11 @@ def main():
             pass
         E.wait_for(lambda: any(e["type"] == "pod.deletion_requested" for e in agent.events(uid)), WAIT,
                    "pod.deletion_requested")
+        if args.mode == "midstream":
+            # the termination window attaches the capture: the connection
+            # is first seen now, mid-stream
+            assert b"HTTP capture: attached" not in agent.read_log(), "attached before the deletion"
+            E.wait_for(lambda: b"HTTP capture: attached" in agent.read_log(), WAIT, "the capture attached")
         if args.mode == "h2load":
             # inside the termination window: the connections are followed
             # from their prefaces
@@ -474,6 +513,8 @@ def main():
         if args.mode == "h2load":
             what = check_h2load(doc, load_out, state, pod)
             print(f"ok h2load: {what}")
+        elif args.mode == "midstream":
+            print(f"ok midstream: {check_midstream(doc, results, state, pod)}")
         else:
             text = check_grpc(args.mode, doc, results, state, pod)
             fired = sorted(f["rule"] for f in doc["findings"] if f["rule"] in H2_RULES)
