@@ -431,6 +431,10 @@ def main():
         E.wait_for(lambda: E.http_get(port, "/readyz")[0] == 200, WAIT, "/readyz")
         if args.mode != "midstream":
             E.wait_for(lambda: b"HTTP capture: attached" in agent.read_log(), WAIT, "the capture attached")
+        else:
+            # no window open when the client connects (a Pod's start-up
+            # window, if it got one, closes 10 s after it is Ready)
+            E.wait_for(lambda: capture_state(agent) != "attached", E.deadline(30), "no capture window")
 
         me = os.path.abspath(__file__)
         # the server in the app container, the client in the proxy's, both
@@ -445,7 +449,10 @@ def main():
                                       preexec_fn=in_cgroup(cg["app"]), stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL)
             procs.append(server)
-            E.wait_for(lambda: _listening(gport), 20, "nghttpd")
+            # (its socket.listen: a connection to see would be one more
+            # HTTP/2 connection, nghttpd writes its SETTINGS at once)
+            E.wait_for(lambda: any(e["type"] == "socket.listen" and e.get("port") == gport
+                                   for e in agent.events(uid)), 20, "nghttpd listening")
         else:
             ready = os.path.join(work, "server.ready")
             out = os.path.join(work, "client.json")
@@ -469,8 +476,7 @@ def main():
         if args.mode == "midstream":
             # the termination window attaches the capture: the connection
             # is first seen now, mid-stream
-            assert b"HTTP capture: attached" not in agent.read_log(), "attached before the deletion"
-            E.wait_for(lambda: b"HTTP capture: attached" in agent.read_log(), WAIT, "the capture attached")
+            E.wait_for(lambda: capture_state(agent) == "attached", WAIT, "the capture attached")
         if args.mode == "h2load":
             # inside the termination window: the connections are followed
             # from their prefaces
@@ -538,13 +544,16 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _listening(port):
-    import socket
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
+def capture_state(agent):
+    """"attached", "detached" or None: the agent's last word on the HTTP
+    capture program."""
+    state = None
+    for line in agent.read_log().decode(errors="replace").splitlines():
+        if "HTTP capture: attached" in line:
+            state = "attached"
+        elif "HTTP capture: detached" in line:
+            state = "detached"
+    return state
 
 
 if __name__ == "__main__":
