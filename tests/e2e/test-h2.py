@@ -435,6 +435,8 @@ def main():
             # no window open when the client connects (a Pod's start-up
             # window, if it got one, closes 10 s after it is Ready)
             E.wait_for(lambda: capture_state(agent) != "attached", E.deadline(30), "no capture window")
+            print("before the client:", [ln for ln in agent.read_log().decode(errors="replace").splitlines()
+                                         if "HTTP capture:" in ln])
 
         me = os.path.abspath(__file__)
         # the server in the app container, the client in the proxy's, both
