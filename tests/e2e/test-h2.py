@@ -283,7 +283,7 @@ def check_grpc(mode, doc, results, state, pod):
     out = json.loads(explain(state, pod, "-o", "json"))
     erules = {f["rule"]: f for f in out["findings"]}
     assert sorted(r for r in rules if r in H2_RULES) == sorted(r for r in erules if r in H2_RULES), \
-        (list(rules), list(erules))
+        f"the document's findings (termline-findings at its close) {list(rules)}, explain's {list(erules)}"
     text = explain(state, pod)
     if mode == "graceful":
         fired = [r for r in erules if r in H2_RULES]
