@@ -402,6 +402,11 @@ def main():
         a = args.client
         return client_main(a[0], a[1], int(a[2]), int(a[3]))
     E.require_root()
+    if args.mode != "h2load":
+        try:
+            import grpc  # noqa: F401
+        except ImportError:
+            raise AssertionError("python3-grpcio not installed for /usr/bin/python3 (tools/dev)")
     if args.mode == "h2load":
         for exe in ("nghttpd", "h2load"):
             if not shutil.which(exe):
