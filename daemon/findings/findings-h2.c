@@ -771,7 +771,8 @@ static void count_code(struct codecount *cc, size_t *ncc, const char *dir, const
 }
 
 /* A call the rule names: it ended after the reference without
- * completing (error), or it failed and a RST_STREAM of its stream followed
+ * completing (error, unless its gRPC status came and was OK), or it failed
+ * and a RST_STREAM of its stream followed
  * (a gRPC server cancelling its calls answers each with an error status,
  * then resets the stream: the RST_STREAM cannot name the call, the call
  * names it). */
@@ -779,8 +780,11 @@ static bool cut_call(const struct tl_model *m, const struct h2set *s, const stru
 {
 	if (q->end_ns < m->ref_ns)
 		return false;
+	/* a gRPC status says how the call ended: OK trailers, then the
+	 * stream reset or its connection closed (a client that had not
+	 * ended its side), is a call that completed */
 	if (q->error)
-		return true;
+		return q->grpc < 0 || call_failed(q);
 	if (!call_failed(q) || !q->stream)
 		return false;
 	for (size_t i = 0; i < s->n_rst; i++)

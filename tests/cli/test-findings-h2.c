@@ -339,7 +339,11 @@ START_TEST(cancelling_stop_names_calls)
 	rst(d, 4.1, 1, 3, "NO_ERROR");
 	call(d, -400, 405, "a-2", 1, 5, 200, 14, NULL);
 	rst(d, 5.5, 1, 5, "NO_ERROR");
-	conn_end(d, 6, 1, 3, 0, 2);
+	/* a bidirectional call the server ended OK, then reset (its client
+	 * had not ended its side): completed, not named */
+	call(d, -300, 306, "a-ok", 1, 7, 200, 0, "reset");
+	rst(d, 6.5, 1, 7, "NO_ERROR");
+	conn_end(d, 7, 1, 4, 0, 2);
 	app_exit(d, 8, 0);
 	fs = compute(d);
 	ck_assert_ptr_null(find(fs, "no_goaway_before_close"));
@@ -348,7 +352,7 @@ START_TEST(cancelling_stop_names_calls)
 	ck_assert_str_eq(json_object_get_string(json_object_object_get(f, "severity")), "error");
 	ck_assert_str_eq(ids_of(f), "a-1,a-2");
 	ck_assert_str_eq(calls_of(f), "a-1=UNAVAILABLE,a-2=UNAVAILABLE");
-	ck_assert_int_eq((int)num(f, "rstStreams"), 2);
+	ck_assert_int_eq((int)num(f, "rstStreams"), 3);
 	ck_assert_int_eq((int)num(f, "callsCut"), 2);
 	ck_assert_ptr_nonnull(
 	    strstr(json_object_get_string(json_object_object_get(f, "summary")), "a-1 (/e2e.Slow/Call) UNAVAILABLE"));
