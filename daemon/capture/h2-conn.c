@@ -333,6 +333,12 @@ static void block_begin(struct tl_h2_conn *c, unsigned dir, const struct tl_h2_f
 
 				sl->s.after_goaway = peer->goaway_sent && id > peer->goaway_last;
 			}
+		} else if (!sl && c->mid_stream && role == TL_H2_ROLE_SERVER && par == 1) {
+			/* A response on a client's stream of a connection first
+			 * seen mid-stream: its request came before the capture.
+			 * Counted, its headers unknown, whole once the server
+			 * ends it (maybe_done). */
+			sl = open_stream(c, id, dir, d->ts);
 		}
 		if (sl) {
 			d->block_stream = id;
@@ -466,7 +472,18 @@ static void on_goaway(struct tl_h2_conn *c, unsigned dir, const struct tl_h2_rea
 {
 	struct dir_state *d = &c->d[dir];
 	bool lost = ev->lost || ev->malformed;
-	struct tl_h2_event out = {
+	struct tl_h2_event out;
+
+	/* Who is the server of a connection nothing else said it of (first
+	 * seen mid-stream, opened before the capture): the sender of a
+	 * GOAWAY whose last-stream-id is odd, a stream clients open (RFC
+	 * 9113 section 6.8: a client's names the server's pushes, even). */
+	if (!lost && c->client_dir < 0 && (ev->last_stream_id & 1) &&
+	    c->d[0].hint == TL_H2_ROLE_UNKNOWN && c->d[1].hint == TL_H2_ROLE_UNKNOWN) {
+		d->hint = TL_H2_ROLE_SERVER;
+		c->d[!dir].hint = TL_H2_ROLE_CLIENT;
+	}
+	out = (struct tl_h2_event){
 		.kind = TL_H2_EV_GOAWAY,
 		.ts_ns = d->ts,
 		.mid_stream = c->mid_stream,

@@ -44,7 +44,12 @@ static void on_h2(void *ud, const struct tl_h2_event *ev)
 		struct tl_h2_pair_stream st = {.s = s};
 
 		p->streams_after_goaway += s->after_goaway;
-		if (p->ending && s->error &&
+		/* Cut by the connection's end: one whose response had not
+		 * ended. A response that ended (the server's END_STREAM) was
+		 * whole whatever the client's side: on a connection first seen
+		 * mid-stream its END_STREAM came before the capture, on a
+		 * bidirectional call it may never come. */
+		if (p->ending && s->error && !s->response_ended &&
 		    (strcmp(s->error, "closed") == 0 || strcmp(s->error, "reset") == 0))
 			p->streams_open++;
 		/* Without its request's headers a stream is only counted:

@@ -176,7 +176,8 @@ enum tl_ftype {
 	F(GOAWAY_PAYLOAD_LOST, "payloadLost", BOOL) \
 	F(GOAWAY_CONN_DIRECTION, "connDirection", STR)
 /* http2.rst_stream: requestId and path of the stream when its headers
- * were decoded. */
+ * were decoded, absent otherwise (a STR, not an ID: an unset ID is
+ * written as null, which the schema refuses here). */
 #define TL_FIELDS_RST(F) \
 	F(RST_DIRECTION, "direction", STR) \
 	F(RST_STREAM_ID, "streamId", INT) \
@@ -184,7 +185,7 @@ enum tl_ftype {
 	F(RST_ERROR_NAME, "errorName", STR) \
 	F(RST_PEER, "peer", ENDPOINT) \
 	F(RST_CONN, "conn", INT) \
-	F(RST_REQUEST_ID, "requestId", ID) \
+	F(RST_REQUEST_ID, "requestId", STR) \
 	F(RST_PATH, "path", STR) \
 	F(RST_PAYLOAD_LOST, "payloadLost", BOOL) \
 	F(RST_CONN_DIRECTION, "connDirection", STR)

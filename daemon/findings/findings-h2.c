@@ -125,15 +125,6 @@ static void h2set_free(struct h2set *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* gRPC's codes a call gets when its server stops under it or its
- * connection goes (the codes gRPC's libraries make themselves, not the
- * application's): CANCELLED, UNKNOWN, DEADLINE_EXCEEDED, INTERNAL,
- * UNAVAILABLE. */
-static bool grpc_failure(int code)
-{
-	return code == 1 || code == 2 || code == 4 || code == 13 || code == 14;
-}
-
 static const char *grpc_name(int code)
 {
 	static const char *const names[] = {
@@ -177,12 +168,12 @@ static void call_status(const struct h2req *r, char *buf, size_t len)
 		snprintf(buf, len, "no response");
 }
 
-/* Did the call fail (the wire's view: no end, or a gRPC status the
- * library makes when the server or connection goes)? */
+/* Did the call fail? The one rule of every count of failed requests
+ * (findings-model.h): its gRPC status when it has one, else no response,
+ * a 5xx or a stream that did not complete. */
 static bool call_failed(const struct h2req *r)
 {
-	return r->error ||
-	       (r->grpc >= 0 ? grpc_failure(r->grpc) : r->status == 0 || r->status >= 500);
+	return tl_http_failed(r->status, r->grpc, NULL, r->error);
 }
 
 static int collect(const struct tl_model *m, struct h2set *s)
@@ -226,7 +217,7 @@ static int collect(const struct tl_model *m, struct h2set *s)
 			r->status = (int)num(ev, "status", 0);
 			r->grpc = (int)num(ev, "grpcStatus", -1);
 			r->after_goaway = tl_json_bool(ev, "afterGoaway", false);
-			if (!r->error && r->grpc >= 0 && !grpc_failure(r->grpc) &&
+			if (!r->error && r->grpc >= 0 && !call_failed(r) &&
 			    r->end_ns - r->start_ns > s->max_call_ns)
 				s->max_call_ns = r->end_ns - r->start_ns;
 		} else if (strcmp(type, "http2.connection") == 0) {
@@ -779,14 +770,38 @@ static void count_code(struct codecount *cc, size_t *ncc, const char *dir, const
 	cc[(*ncc)++].n = 1;
 }
 
+/* A call the rule names: it ended after the reference without
+ * completing (error, unless its gRPC status came and was OK), or it failed
+ * and a RST_STREAM of its stream followed
+ * (a gRPC server cancelling its calls answers each with an error status,
+ * then resets the stream: the RST_STREAM cannot name the call, the call
+ * names it). */
+static bool cut_call(const struct tl_model *m, const struct h2set *s, const struct h2req *q)
+{
+	if (q->end_ns < m->ref_ns)
+		return false;
+	/* a gRPC status says how the call ended: OK trailers, then the
+	 * stream reset or its connection closed (a client that had not
+	 * ended its side), is a call that completed */
+	if (q->error)
+		return q->grpc < 0 || call_failed(q);
+	if (!call_failed(q) || !q->stream)
+		return false;
+	for (size_t i = 0; i < s->n_rst; i++)
+		if (s->rst[i].stream == q->stream && s->rst[i].conn == q->conn &&
+		    same(s->rst[i].container, q->container) && s->rst[i].t >= m->ref_ns)
+			return true;
+	return false;
+}
+
 int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 {
 	struct h2set s;
 	struct fnd b;
 	struct codecount cc[16];
 	size_t ncc = 0, n_rst = 0, n_conn = 0, n_calls = 0, refused = 0, cancel_sent = 0,
-	       unknown = 0;
-	const char *ctr = NULL;
+	       unknown = 0, ended;
+	const char *ctr = NULL, *ctr_served = NULL;
 	struct json_object *codes = NULL;
 	int64_t first = 0, last = 0;
 	int r;
@@ -819,20 +834,26 @@ int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 	for (size_t i = 0; i < s.n_r; i++) {
 		const struct h2req *q = &s.r[i];
 
-		if (q->end_ns < m->ref_ns || !q->error)
+		if (!cut_call(m, &s, q))
 			continue;
 		n_calls++;
-		if (strcmp(q->error, "closed") == 0 || strcmp(q->error, "reset") == 0)
+		if (q->error && (strcmp(q->error, "closed") == 0 || strcmp(q->error, "reset") == 0))
 			n_conn++;
-		if (strcmp(q->error, "refused") == 0)
+		if (q->error && strcmp(q->error, "refused") == 0)
 			refused++;
 		if (!first || q->end_ns < first)
 			first = q->end_ns;
 		if (q->end_ns > last)
 			last = q->end_ns;
+		/* whose stop it was: the server's side of a cut call first
+		 * (its client's RST_STREAMs follow from it) */
+		if (!ctr_served && q->direction && strcmp(q->direction, "inbound") == 0)
+			ctr_served = q->container;
 		if (!ctr)
 			ctr = q->container;
 	}
+	if (ctr_served)
+		ctr = ctr_served;
 	/* streams a connection's end cut whose headers were never known:
 	 * its open ones less the cut calls it has */
 	for (size_t i = 0; i < s.n_c; i++) {
@@ -860,11 +881,13 @@ int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 		r = -ENOMEM;
 		goto done;
 	}
+	/* the streams: the calls (a reset of one is the same stream), else
+	 * the RST_STREAMs */
+	ended = n_calls + unknown + (n_calls ? 0 : n_rst);
 	say(&b,
 	    "After the %s, %zu HTTP/2 stream%s ended without completing between %+.3f s and %+.3f "
 	    "s",
-	    m->ref_what, n_calls + unknown + (n_calls ? 0 : n_rst),
-	    n_calls + unknown + (n_calls ? 0 : n_rst) == 1 ? "" : "s", rel(m, first), rel(m, last));
+	    m->ref_what, ended, ended == 1 ? "" : "s", rel(m, first), rel(m, last));
 	if (n_rst) {
 		say(&b, "; RST_STREAM: ");
 		for (size_t i = 0; i < ncc; i++) {
@@ -886,9 +909,9 @@ int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 	for (size_t i = 0; i < s.n_r; i++) {
 		const struct h2req *q = &s.r[i];
 
-		if (q->end_ns < m->ref_ns || !q->error)
+		if (!cut_call(m, &s, q))
 			continue;
-		if ((r = add_call(m, &b, q, NULL)) < 0) {
+		if ((r = add_call(m, &b, q, q->error ? NULL : "its stream was reset")) < 0) {
 			json_object_put(codes);
 			fnd_free(&b);
 			goto done;
@@ -931,7 +954,7 @@ int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 			 "the proxy ended %zu in-flight stream%s at its stop; a drain of "
 			 "ceil(longest call "
 			 "%.3f s + %.0f s margin) = %ld s lets them finish",
-			 n_calls + n_rst, n_calls + n_rst == 1 ? "" : "s",
+			 ended, ended == 1 ? "" : "s",
 			 (double)s.max_call_ns / 1e9, TL_FINDINGS_MARGIN_S, drain_s(&s));
 	else {
 		char setting[320];
@@ -946,7 +969,7 @@ int tl_rule_h2_reset(const struct tl_model *m, struct json_object *out)
 			 "it); a graceful stop of ceil(longest call %.3f s + %.0f s margin) = %ld "
 			 "s lets "
 			 "them finish; terminationGracePeriodSeconds >= preStop + %ld s (now %d)",
-			 n_calls + n_rst, n_calls + n_rst == 1 ? "" : "s", n_conn, cancel_sent,
+			 ended, ended == 1 ? "" : "s", n_conn, cancel_sent,
 			 (double)s.max_call_ns / 1e9, TL_FINDINGS_MARGIN_S, drain_s(&s),
 			 drain_s(&s), m->grace_s);
 	}

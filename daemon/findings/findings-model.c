@@ -77,6 +77,27 @@ static bool flags_failed(const char *f)
 	return false;
 }
 
+bool tl_http_failed(int status, int grpc, const char *flags, const char *error)
+{
+	if (flags_failed(flags))
+		return true;
+	if (grpc >= 0)
+		return grpc != 0;
+	return status == 0 || status >= 500 || (error && *error);
+}
+
+bool tl_http_event_failed(struct json_object *ev)
+{
+	int64_t st = 0, grpc = -1;
+
+	if (!int_of(ev, "status", &st) || st < 0 || st >= 1000)
+		st = 0;
+	if (!int_of(ev, "grpcStatus", &grpc) || grpc < 0 || grpc > INT32_MAX)
+		grpc = -1;
+	return tl_http_failed((int)st, (int)grpc, tl_json_str(ev, "responseFlags"),
+			      tl_json_str(ev, "error"));
+}
+
 static int req_cmp(const void *a, const void *b)
 {
 	const struct tl_req *x = a, *y = b;
@@ -172,7 +193,11 @@ static void read_request(struct tl_model *m, struct json_object *ev, int64_t t, 
 		r->status = (int)v;
 	dir = tl_json_str(ev, "direction");
 	r->inbound = !dir || strcmp(dir, "outbound") != 0;
-	r->failed = r->status == 0 || r->status >= 500 || flags_failed(r->flags);
+	r->grpc = -1;
+	if (int_of(ev, "grpcStatus", &v) && v >= 0 && v <= INT32_MAX)
+		r->grpc = (int)v;
+	r->error = tl_json_str(ev, "error");
+	r->failed = tl_http_failed(r->status, r->grpc, r->flags, r->error);
 	r->peer = tl_json_str(ev, "peer");
 	if (int_of(ev, "conn", &v) && v > 0)
 		r->conn = v;

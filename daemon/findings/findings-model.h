@@ -34,8 +34,10 @@ struct tl_req {
 	int64_t start_ns, end_ns;
 	int64_t slack_ns; /* TL_FINDINGS_LOG_RESOLUTION_NS for a log record */
 	int status; /* 0 = no response */
+	int grpc;   /* grpcStatus, -1 none */
+	const char *error; /* why the exchange did not complete (kernel source), NULL */
 	bool inbound;
-	bool failed; /* no response, 5xx, or an Envoy failure flag */
+	bool failed; /* tl_http_failed() */
 	bool dup;    /* a failed request whose ID an earlier failed one has
 		      * (the same request on a socket and in the log) */
 	int ctr;     /* index into containers, -1 when unknown */
@@ -95,9 +97,17 @@ int tl_model_ctr(const struct tl_model *m, const char *name);
 int64_t tl_event_time(struct json_object *ev);
 
 /* A failed request, the one rule every count of them follows (the
- * findings, their summary, /v1/timelines, the CLI): no response, a 5xx or
- * a proxy failure flag; a request seen both on its socket and in the
- * proxy's log counts once. */
+ * findings, the HTTP/2 ones too, their summary, /v1/timelines, the CLI;
+ * docs/findings.md, "failed request"): a proxy failure flag; then a gRPC
+ * call by its grpcStatus (anything but 0 OK failed, whatever the HTTP
+ * status: gRPC answers its errors with 200); else no response, a 5xx, or
+ * an exchange that did not complete (error: a stream reset, refused or cut
+ * by its connection's end). flags and error may be NULL; grpc -1: none. */
+bool tl_http_failed(int status, int grpc, const char *flags, const char *error);
+/* The same of an http.request event of a document. */
+bool tl_http_event_failed(struct json_object *ev);
+
+/* A request seen both on its socket and in the proxy's log counts once. */
 static inline bool tl_req_failed_once(const struct tl_req *r)
 {
 	return r->failed && !r->dup;

@@ -33,16 +33,16 @@ static const char *const samples[] = {
 	"{\"time\":\"2026-11-29T21:14:14.000000013Z\",\"source\":\"kernel\",\"type\":\"tcp.reset_sent\",\"container\":\"app\",\"local\":\"10.1.2.3:8080\",\"remote\":\"10.1.9.9:41234\"}",
 	"{\"time\":\"2026-11-29T21:14:14.000000014Z\",\"source\":\"kernel\",\"type\":\"tcp.reset_received\",\"container\":null,\"local\":\"[fd00::5]:80\",\"remote\":\"[fd00::6]:5555\"}",
 	"{\"time\":\"2026-11-29T21:14:14.000000015Z\",\"source\":\"kernel\",\"type\":\"pod.cgroups_removed\",\"container\":null,\"cgroup\":\"/kubepods.slice/x\"}",
-	"{\"time\":\"2026-11-29T21:14:14.000000016Z\",\"source\":\"log\",\"type\":\"http.request\",\"container\":\"istio-proxy\",\"requestId\":\"r-1\",\"method\":\"GET\",\"path\":\"/healthz?x=1\",\"status\":503,\"start\":\"2026-11-29T21:14:13.900000000Z\",\"durationMs\":100,\"direction\":\"inbound\",\"responseFlags\":\"UC\",\"error\":\"reset\",\"alsoSeenBy\":\"kernel\",\"preRoll\":true,\"peer\":\"10.1.2.3:51234\",\"connStart\":\"2026-11-29T21:14:12.000000001Z\",\"conn\":7,\"connClose\":true,\"protocol\":\"h2\",\"streamId\":13,\"grpcStatus\":14,\"grpcMessage\":\"upstream connect error\",\"responseUnknown\":false,\"afterGoaway\":true}",
+	"{\"time\":\"2026-11-29T21:14:14.000000016Z\",\"source\":\"log\",\"type\":\"http.request\",\"container\":\"istio-proxy\",\"requestId\":\"r-1\",\"method\":\"GET\",\"path\":\"/healthz?x=1\",\"status\":503,\"start\":\"2026-11-29T21:14:13.900000000Z\",\"durationMs\":100,\"direction\":\"inbound\",\"responseFlags\":\"UC\",\"error\":\"reset\",\"alsoSeenBy\":\"kernel\",\"preRoll\":true,\"peer\":\"10.1.2.3:51234\",\"connStart\":\"2026-11-29T21:14:12.000000001Z\",\"conn\":7,\"connClose\":true,\"protocol\":\"h2\",\"streamId\":5,\"grpcStatus\":14,\"grpcMessage\":\"Socket closed\",\"responseUnknown\":false,\"afterGoaway\":true}",
 	"{\"time\":\"2026-11-29T21:14:14.000000017Z\",\"source\":\"kernel\",\"type\":\"events.aggregated\",\"container\":\"app\",\"aggregatedType\":\"process.exec\",\"intervalMs\":1000,\"count\":7,\"failed\":0}",
 	"{\"time\":\"2026-11-29T21:14:14.000000018Z\",\"source\":\"api\",\"type\":\"drain.wait_started\",\"container\":null,\"quietMs\":1000,\"timeoutMs\":20000}",
 	"{\"time\":\"2026-11-29T21:14:17.000000019Z\",\"source\":\"api\",\"type\":\"drain.wait_ended\",\"container\":null,\"outcome\":\"drained\",\"heldBy\":\"traffic\",\"heldMs\":2999,\"connections\":12,\"requests\":0,\"outOfRotation\":\"2026-11-29T21:14:14.100000000Z\",\"lastTraffic\":\"2026-11-29T21:14:16.000000000Z\"}",
 	"{\"time\":\"2026-11-29T21:14:17.000000020Z\",\"source\":\"kernel\",\"type\":\"http.capture\",\"container\":null,\"state\":\"on\",\"window\":\"termination\"}",
 	"{\"time\":\"2026-11-29T21:14:17.000000021Z\",\"source\":\"kernel\",\"type\":\"http.summary\",\"container\":\"app\",\"intervalMs\":1000,\"count\":250,\"failed\":3,\"direction\":\"inbound\"}",
 	"{\"time\":\"2026-11-29T21:14:17.000000022Z\",\"source\":\"kernel\",\"type\":\"tcp.accepted\",\"container\":\"istio-proxy\",\"peer\":\"[fd00::7]:51234\",\"port\":15006,\"count\":3,\"last\":\"2026-11-29T21:14:17.900000000Z\"}",
-	"{\"time\":\"2026-11-29T21:14:17.000000023Z\",\"source\":\"kernel\",\"type\":\"http2.goaway\",\"container\":\"app\",\"direction\":\"sent\",\"lastStreamId\":2147483647,\"errorCode\":0,\"errorName\":\"NO_ERROR\",\"peer\":\"10.1.2.3:51234\",\"conn\":4,\"connStart\":\"2026-11-29T21:14:12.000000001Z\",\"debug\":\"graceful_stop\",\"payloadLost\":false,\"connDirection\":\"inbound\"}",
-	"{\"time\":\"2026-11-29T21:14:17.000000024Z\",\"source\":\"kernel\",\"type\":\"http2.rst_stream\",\"container\":\"istio-proxy\",\"direction\":\"received\",\"streamId\":7,\"errorCode\":8,\"errorName\":\"CANCEL\",\"peer\":\"[fd00::7]:51234\",\"conn\":5,\"requestId\":\"r-7\",\"path\":\"/pkg.Svc/Watch\",\"payloadLost\":true,\"connDirection\":\"outbound\"}",
-	"{\"time\":\"2026-11-29T21:14:17.000000025Z\",\"source\":\"kernel\",\"type\":\"http2.connection\",\"container\":\"app\",\"direction\":\"inbound\",\"peer\":\"10.1.2.3:51234\",\"conn\":4,\"connStart\":\"2026-11-29T21:14:12.000000001Z\",\"localPort\":8443,\"end\":\"closed\",\"decoded\":false,\"streams\":12,\"streamsHeadersUnknown\":3,\"streamsOpenAtEnd\":2,\"goawaysSent\":1,\"goawaysReceived\":0,\"rstStreamsSent\":2,\"rstStreamsReceived\":1,\"streamsAfterGoaway\":4}",
+	"{\"time\":\"2026-11-29T21:14:17.000000023Z\",\"source\":\"kernel\",\"type\":\"http2.goaway\",\"container\":\"app\",\"direction\":\"sent\",\"lastStreamId\":13,\"errorCode\":0,\"errorName\":\"NO_ERROR\",\"peer\":\"127.0.0.1:41234\",\"conn\":3,\"connStart\":\"2026-11-29T21:14:10.000000000Z\",\"debug\":\"graceful_stop\",\"payloadLost\":false,\"connDirection\":\"inbound\"}",
+	"{\"time\":\"2026-11-29T21:14:17.000000024Z\",\"source\":\"kernel\",\"type\":\"http2.rst_stream\",\"container\":\"app\",\"direction\":\"sent\",\"streamId\":7,\"errorCode\":8,\"errorName\":\"CANCEL\",\"peer\":\"127.0.0.1:41234\",\"conn\":3,\"requestId\":\"r-7\",\"path\":\"/e2e.Slow/Call\",\"payloadLost\":false,\"connDirection\":\"inbound\"}",
+	"{\"time\":\"2026-11-29T21:14:17.000000025Z\",\"source\":\"kernel\",\"type\":\"http2.connection\",\"container\":\"app\",\"direction\":\"inbound\",\"peer\":\"127.0.0.1:41234\",\"conn\":3,\"connStart\":\"2026-11-29T21:14:10.000000000Z\",\"localPort\":50051,\"end\":\"closed\",\"decoded\":true,\"streams\":7,\"streamsHeadersUnknown\":0,\"streamsOpenAtEnd\":4,\"goawaysSent\":0,\"goawaysReceived\":0,\"rstStreamsSent\":1,\"rstStreamsReceived\":0,\"streamsAfterGoaway\":0}",
 };
 
 static struct json_object *parse(const char *s)
@@ -290,6 +290,32 @@ START_TEST(missing_id_is_null)
 }
 END_TEST
 
+/* http2.rst_stream's requestId is the stream's when its headers were
+ * decoded, and absent otherwise (a RST_STREAM after the stream ended, as a
+ * gRPC server cancelling its calls sends): never null, which the schema
+ * refuses. */
+START_TEST(rst_stream_without_id_omits_it)
+{
+	static struct tl_event ev, back;
+	struct json_object *o, *o2, *v = NULL;
+
+	ck_assert_int_eq(tl_event_init_kind(&ev, TL_KIND_HTTP2_RST_STREAM, TL_SRC_KERNEL, 1000), 0);
+	ck_assert_int_eq(tl_event_set_s(&ev, TL_F_RST_DIRECTION, "sent", 4), 0);
+	ck_assert_int_eq(tl_event_set_i(&ev, TL_F_RST_STREAM_ID, 7), 0);
+	o = tl_event_to_json(&ev, false);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_msg(!json_object_object_get_ex(o, "requestId", &v), "requestId written: %s",
+		      json_object_to_json_string(o));
+	ck_assert_int_eq(tl_event_from_json(o, &back), 0);
+	o2 = tl_event_to_json(&back, false);
+	ck_assert(json_object_equal(o, o2));
+	json_object_put(o);
+	json_object_put(o2);
+	tl_event_clear(&ev);
+	tl_event_clear(&back);
+}
+END_TEST
+
 /* Request IDs stay in the event's bytes up to TL_ID_INLINE_MAX, are
  * interned past it; both round-trip. */
 START_TEST(ids_inline_and_interned)
@@ -474,6 +500,7 @@ int main(void)
 	tcase_add_test(tc, schema_fields_have_slots);
 	tcase_add_test(tc, extra_of_older_agents_moves_to_slots);
 	tcase_add_test(tc, missing_id_is_null);
+	tcase_add_test(tc, rst_stream_without_id_omits_it);
 	tcase_add_test(tc, ids_inline_and_interned);
 	tcase_add_test(tc, utf8_and_copy);
 	tcase_add_test(tc, encoder_times);

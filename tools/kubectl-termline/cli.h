@@ -178,6 +178,8 @@ size_t text_cols(const char *s);
 size_t doc_failed_requests(struct json_object *doc);
 /* One http.request event failed, as the findings count it. */
 bool event_failed(struct json_object *ev);
+/* gRPC's name of a status code ("UNAVAILABLE"), "CODE" past them. */
+const char *grpc_status_name(long long code);
 /* Prints o as the verb's -o asks: json (2-space indentation) or yaml
  * (libyaml's emitter). -errno; -EILSEQ when yaml cannot hold a string
  * that is not UTF-8. */

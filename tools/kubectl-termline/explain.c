@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "findings.h"
+#include "json-util.h"
 
 #define IDS_LINES 2 /* request ID lines without -v */
 
@@ -265,6 +266,30 @@ static void print_consumers(const struct cli *cli, FILE *f, const struct tl_mode
 	consumers_done(&cs);
 }
 
+/* -v: the HTTP/2 findings' calls, one a line: request ID, method path,
+ * how it ended (gRPC's status, or why it has none), its stream. */
+static void print_calls(const struct cli *cli, FILE *f, struct json_object *calls)
+{
+	char text[1024];
+
+	if (!calls || !json_object_is_type(calls, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(calls); i++) {
+		struct json_object *c = json_object_array_get_idx(calls, i);
+		const char *id = json_str(c, "requestId"), *path = json_str(c, "path"),
+			   *out = json_str(c, "outcome"), *dir = json_str(c, "direction");
+		int64_t conn = 0, stream = 0;
+
+		tl_json_int(c, "conn", &conn);
+		tl_json_int(c, "streamId", &stream);
+		snprintf(text, sizeof(text), "%s %s %s: %s (%s, connection %lld, stream %lld)",
+			 i ? "     " : "calls:", id ? id : "(no request ID)", path ? path : "?",
+			 out ? out : "?", dir ? dir : "direction unknown", (long long)conn,
+			 (long long)stream);
+		wrap(cli, f, 2, 8, text);
+	}
+}
+
 static int explain_text(FILE *f, const struct cli *cli, struct json_object *doc,
 			struct json_object *fs)
 {
@@ -330,6 +355,8 @@ static int explain_text(FILE *f, const struct cli *cli, struct json_object *doc,
 				count = json_object_get_int64(c);
 			print_ids(cli, f, ids, (size_t)count);
 		}
+		if (cli->verbose > 0)
+			print_calls(cli, f, json_path(x, "calls"));
 		reco = json_path(x, "recommendation");
 		if (reco && json_str(reco, "setting") &&
 		    strcmp(json_str(reco, "setting"), "none")) {

@@ -73,10 +73,7 @@ static const char *color_of(const struct cli *cli, struct json_object *ev)
 	if (!t)
 		return "";
 	if (strcmp(t, "http.request") == 0) {
-		int64_t st = 0;
-
-		tl_json_int(ev, "status", &st);
-		return st == 0 || st >= 500 ? col(cli, "red") : col(cli, "green");
+		return event_failed(ev) ? col(cli, "red") : col(cli, "green");
 	}
 	if (strncmp(t, "tcp.reset", 9) == 0)
 		return col(cli, "red");
@@ -220,7 +217,7 @@ struct group {
 	const char *dir, *method, *flags;
 	const char *paths[3]; /* the distinct paths, up to three */
 	size_t npaths;
-	int64_t status;
+	int64_t status, grpc; /* grpc: gRPC's status, -1 none */
 	bool failed, more_paths;
 	size_t n;
 	int64_t first, last;
@@ -233,10 +230,12 @@ static bool group_of(const struct lanes *L, const struct group *g, int lane, str
 {
 	const char *d = json_str(ev, "direction"), *mt = json_str(ev, "method"),
 		   *fl = json_str(ev, "responseFlags");
-	int64_t st = 0;
+	int64_t st = 0, grpc = -1;
 
 	tl_json_int(ev, "status", &st);
-	return g->lane == lane && st == g->status && strcmp(d ? d : "", g->dir) == 0 &&
+	tl_json_int(ev, "grpcStatus", &grpc);
+	return g->lane == lane && st == g->status && grpc == g->grpc &&
+	       strcmp(d ? d : "", g->dir) == 0 &&
 	       strcmp(mt ? mt : "", g->method) == 0 && strcmp(fl ? fl : "", g->flags) == 0 &&
 	       (!L->split_runs || strcmp(who, g->whos[0]) == 0);
 }
@@ -270,7 +269,7 @@ static void flush_groups(const struct cli *cli, FILE *f, const struct lanes *L,
 	for (size_t i = 0; i < *ng; i++) {
 		char off[OFFSET_LEN], span[96], text[1024], ids[300] = "";
 		const char *fl = *g[i].flags && strcmp(g[i].flags, "-") ? g[i].flags : "";
-		char status[32];
+		char status[64];
 
 		if (g[i].n == 1) {
 			describe_request(L, g[i].ev, text, sizeof(text));
@@ -284,6 +283,12 @@ static void flush_groups(const struct cli *cli, FILE *f, const struct lanes *L,
 			snprintf(status, sizeof(status), "%lld", (long long)g[i].status);
 		else
 			snprintf(status, sizeof(status), "no response");
+		if (g[i].grpc >= 0) {
+			size_t l = strlen(status);
+
+			snprintf(status + l, sizeof(status) - l, " grpc %s",
+				 grpc_status_name(g[i].grpc));
+		}
 		fmt_span(cli, span, sizeof(span), g[i].first, g[i].last, m->ref_ns);
 		if (g[i].failed && g[i].first_id)
 			snprintf(ids, sizeof(ids), ", ids %s%s%s", g[i].first_id,
@@ -470,6 +475,8 @@ static int show_text(const struct cli *cli, FILE *f, struct json_object *doc,
 						       ? json_str(ev, "responseFlags")
 						       : "";
 					tl_json_int(ev, "status", &g->status);
+					g->grpc = -1;
+					tl_json_int(ev, "grpcStatus", &g->grpc);
 					g->failed = failed;
 					g->first = start;
 					g->ev = ev;

@@ -305,7 +305,12 @@ bool finding_window(const struct tl_model *m, struct json_object *f, int64_t *fr
 static void cause_generic(struct json_object *f, char *buf, size_t len)
 {
 	const char *s = json_str(f, "summary");
-	size_t n = s ? strcspn(s, ".;") : 0;
+	size_t n = 0;
+
+	/* its first clause: up to a ';' or a '.' that is not a decimal point
+	 * ("+0.039 s") */
+	while (s && s[n] && s[n] != ';' && !(s[n] == '.' && !isdigit((unsigned char)s[n + 1])))
+		n++;
 
 	snprintf(buf, len, "%.*s", (int)n, s ? s : json_str(f, "rule") ? json_str(f, "rule") : "?");
 	if (*buf && isupper((unsigned char)buf[0]) && !isupper((unsigned char)buf[1]))
@@ -336,12 +341,13 @@ static bool no_change(struct json_object *f)
 	       (value && strcmp(value, "no change") == 0);
 }
 
-/* "503 UF", "12 × 503 UF, 2 × no response": the outcomes of the failed
- * requests, most frequent first. */
+/* "503 UF", "12 × 503 UF, 2 × no response", "gRPC UNAVAILABLE": the
+ * outcomes of the failed requests, most frequent first (a gRPC call by its
+ * status: it failed over HTTP 200). */
 static void outcomes(const struct cli *cli, const struct tl_model *m, char *buf, size_t len)
 {
 	struct {
-		int status;
+		int status, grpc;
 		const char *flags;
 		size_t n;
 	} cls[4] = {{0}};
@@ -351,12 +357,14 @@ static void outcomes(const struct cli *cli, const struct tl_model *m, char *buf,
 	for (size_t i = 0; i < m->n_req; i++) {
 		const struct tl_req *r = &m->reqs[i];
 		const char *fl = r->flags && strcmp(r->flags, "-") ? r->flags : "";
+		int grpc = r->grpc > 0 ? r->grpc : -1;
 		size_t k;
 
 		if (!r->failed || r->dup)
 			continue;
 		for (k = 0; k < ncls; k++)
-			if (cls[k].status == r->status && strcmp(cls[k].flags, fl) == 0)
+			if (cls[k].status == r->status && cls[k].grpc == grpc &&
+			    strcmp(cls[k].flags, fl) == 0)
 				break;
 		if (k == ncls && ncls == 4) {
 			other++;
@@ -364,6 +372,7 @@ static void outcomes(const struct cli *cli, const struct tl_model *m, char *buf,
 		}
 		if (k == ncls) {
 			cls[k].status = r->status;
+			cls[k].grpc = grpc;
 			cls[k].flags = fl;
 			ncls++;
 		}
@@ -381,7 +390,9 @@ static void outcomes(const struct cli *cli, const struct tl_model *m, char *buf,
 		size_t n = strlen(buf);
 		char what[96];
 
-		if (cls[i].status)
+		if (cls[i].grpc > 0)
+			snprintf(what, sizeof(what), "gRPC %s", grpc_status_name(cls[i].grpc));
+		else if (cls[i].status)
 			snprintf(what, sizeof(what), "%d%s%s", cls[i].status,
 				 *cls[i].flags ? " " : "", cls[i].flags);
 		else
