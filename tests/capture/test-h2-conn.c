@@ -1091,8 +1091,10 @@ START_TEST(test_max_streams)
 END_TEST
 
 /* Roles the caller knows (the kernel: who accepted) on a connection seen
- * mid-stream: streams counted by their initiator only, a response never
- * taken for a request. */
+ * mid-stream: a response on a client's stream opened before the capture is
+ * counted as that stream, its request unknown, ended by the server's
+ * END_STREAM (never taken for a request of its own); streams the client
+ * opens later are counted as they come. */
 START_TEST(test_roles_mid_stream)
 {
 	struct sess *s = s_new(NULL);
@@ -1104,14 +1106,22 @@ START_TEST(test_roles_mid_stream)
 	ck_assert_str_eq(tl_h2_role_name(TL_H2_ROLE_CLIENT), "client");
 	ck_assert_str_eq(tl_h2_role_name(TL_H2_ROLE_SERVER), "server");
 	ck_assert_str_eq(tl_h2_role_name(TL_H2_ROLE_UNKNOWN), "unknown");
-	/* a response on stream 41, opened before the capture: no stream */
+	/* a response on stream 41, opened before the capture: that stream,
+	 * its request unknown, ended with the response */
 	s_response(s, 41, "200", true);
-	ck_assert_uint_eq(s_stats(s).streams, 0);
+	ck_assert_uint_eq(s_stats(s).streams, 1);
+	e = log_stream(&s->L, 41);
+	ck_assert_ptr_nonnull(e);
+	ck_assert(e->mid_stream);
+	ck_assert(!e->s.request_known && !e->s.response_known);
+	ck_assert(e->s.response_ended);
+	ck_assert_str_eq(e->s.path, "");
+	ck_assert_uint_eq(e->s.status, 0);
 	/* a request on 43 and its response */
 	s_request(s, 43, "/x", "m-43", true);
 	s_response(s, 43, "200", true);
 	st = s_stats(s);
-	ck_assert_uint_eq(st.streams, 1);
+	ck_assert_uint_eq(st.streams, 2);
 	ck_assert(!st.from_start && !st.decodable[C] && !st.decodable[S]);
 	e = log_stream(&s->L, 43);
 	ck_assert_ptr_nonnull(e);
@@ -1129,6 +1139,27 @@ START_TEST(test_roles_mid_stream)
 	e = log_nth(&s->L, TL_H2_EV_GOAWAY, 0);
 	ck_assert_int_eq(e->by, TL_H2_ROLE_SERVER);
 	ck_assert(e->mid_stream);
+	s_free(s);
+}
+END_TEST
+
+/* A connection first seen mid-stream with no roles told: the sender of a
+ * GOAWAY whose last-stream-id is odd (a client's stream) is the server,
+ * the other side the client (RFC 9113 section 6.8). */
+START_TEST(test_goaway_names_server_mid_stream)
+{
+	struct sess *s = s_new(NULL);
+	const struct ev_rec *e;
+	struct tl_h2_conn_stats st;
+
+	w_goaway(&s->w, 7, 0, NULL);
+	s_send(s, S);
+	e = log_nth(&s->L, TL_H2_EV_GOAWAY, 0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert(e->mid_stream);
+	ck_assert_int_eq(e->by, TL_H2_ROLE_SERVER);
+	tl_h2_conn_stats(s->c, &st);
+	ck_assert(!st.from_start);
 	s_free(s);
 }
 END_TEST
@@ -1291,6 +1322,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_close);
 	tcase_add_test(tc, test_max_streams);
 	tcase_add_test(tc, test_roles_mid_stream);
+	tcase_add_test(tc, test_goaway_names_server_mid_stream);
 	tcase_add_test(tc, test_push_promise);
 	tcase_add_test(tc, test_interim_status);
 	tcase_add_test(tc, test_frame_helpers);
