@@ -297,7 +297,7 @@ START_TEST(test_frames_round_trip)
 	decode_ok(f.b, f.n, &r);
 	ck_assert_mem_eq(&r.loss, &loss, sizeof(loss));
 
-	frame_gone(&f, T0 + 7);
+	frame_gone(&f, T0 + 7, 0);
 	decode_ok(f.b, f.n, &r);
 	ck_assert_int_eq(r.gone_ns, T0 + 7);
 
