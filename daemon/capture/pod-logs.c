@@ -57,6 +57,7 @@ struct tl_pod_logs {
 	struct refused *refused;
 	size_t n_refused;
 	tl_pod_log_refused_cb on_refused;
+	tl_pod_log_gone_cb on_pod_gone;
 	bool scanned_once;
 	char *chunk;
 	struct tl_pod_logs_stats st;
@@ -397,6 +398,8 @@ static void rescan(struct tl_pod_logs *p)
 		read_file(p, f);
 		*pp = f->next;
 		p->st.files--;
+		if (p->on_pod_gone && !tl_pod_logs_has_pod(p, f->uid))
+			p->on_pod_gone(p->ud, f->uid);
 		tfile_free(f);
 	}
 }
@@ -470,6 +473,7 @@ int tl_pod_logs_new(const struct tl_pod_logs_config *cfg, struct tl_loop *loop, 
 	p->ifd = -1;
 	p->cb = cb;
 	p->on_refused = cfg->on_refused;
+	p->on_pod_gone = cfg->on_pod_gone;
 	p->ud = userdata;
 	p->loop = loop;
 	p->max_files = cfg->max_files ? cfg->max_files : 1024;

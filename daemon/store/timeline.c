@@ -1095,9 +1095,12 @@ int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, const str
 }
 
 int tl_timelines_close_missing(struct tl_timelines *t, bool (*exists)(void *ud, const char *uid),
-			       void *ud, int64_t before_ns)
+			       void *ud, int64_t before_ns, enum tl_close_reason reason)
 {
 	int n = 0;
+
+	if ((unsigned)reason <= STATE_CLOSE_NONE || (unsigned)reason >= STATE_CLOSE_REASON_MAX)
+		return -EINVAL;
 
 	for (struct index_node *x = index_next(&t->open, NULL); x; x = index_next(&t->open, x)) {
 		struct timeline *tl = tl_of(x);
@@ -1107,7 +1110,7 @@ int tl_timelines_close_missing(struct tl_timelines *t, bool (*exists)(void *ud, 
 		if (tl->s.gone || (before_ns && tl->s.opened_ns >= before_ns) ||
 		    exists(ud, tl->s.uid))
 			continue;
-		n += timeline_end(tl, STATE_CLOSE_UNKNOWN_TO_API);
+		n += timeline_end(tl, (unsigned)reason);
 	}
 	return n;
 }

@@ -172,12 +172,15 @@ int tl_timelines_add(struct tl_timelines *t, const struct tl_event *ev);
 int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, const struct tl_pod_meta *meta);
 /* A Pod LIST completed (started at before_ns, realtime; 0: any time):
  * every open timeline without a deletion, opened before it, whose UID
- * exists() denies starts its linger, closeReason "unknownToApi" (no event
- * is invented; the document shows the gap). After a restart, the Pods
- * deleted while the agent was down; at any time, a Pod the API never
- * reported (a cgroup or log directory of no Pod). Returns how many. */
+ * exists() denies starts its linger with that closeReason (no event is
+ * invented; the document shows the gap). With the API, after each LIST
+ * (TL_CLOSE_UNKNOWN_TO_API): after a restart the Pods deleted while the
+ * agent was down, at any time a Pod the API never reported (a cgroup or
+ * log directory of no Pod). Without it, at the start, the replayed
+ * timelines whose Pods have neither cgroups nor a log directory left
+ * (TL_CLOSE_CGROUPS_REMOVED). Returns how many. */
 int tl_timelines_close_missing(struct tl_timelines *t, bool (*exists)(void *ud, const char *uid),
-			       void *ud, int64_t before_ns);
+			       void *ud, int64_t before_ns, enum tl_close_reason reason);
 /* The Pod of uid is gone as far as the caller knows (its log directory,
  * its cgroups: reason): its open timeline starts its linger with that
  * closeReason. 1 when it did, 0 when no open timeline of uid had not

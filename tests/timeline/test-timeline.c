@@ -1031,7 +1031,7 @@ START_TEST(test_close_missing_after_restart)
 	ck_assert_int_eq(scn_add(f.t, UID_B, "process.exec", t0), 0);
 	tl_timelines_free(f.t);
 	fx_store(&f);
-	ck_assert_int_eq(tl_timelines_close_missing(f.t, only_b_exists, NULL, 0), 1);
+	ck_assert_int_eq(tl_timelines_close_missing(f.t, only_b_exists, NULL, 0, TL_CLOSE_UNKNOWN_TO_API), 1);
 	PATHF(path, "%s/timelines/shop/web-a_%s.json", f.dir, UID_A);
 	PATHF(jpath, "%s/journal/%s.tlj", f.dir, UID_A);
 	ck_assert(scn_run_until(f.loop, file_appears, &w));
@@ -1291,7 +1291,7 @@ START_TEST(test_disk_full_tmpfs)
 	ck_assert_int_eq(unlink(fill), 0);
 	fx_store(&f);
 	ck_assert_uint_eq(file_mode(jb), 0600); /* counted once: the mark is gone */
-	ck_assert_int_eq(tl_timelines_close_missing(f.t, only_a_exists, NULL, 0), 2);
+	ck_assert_int_eq(tl_timelines_close_missing(f.t, only_a_exists, NULL, 0, TL_CLOSE_UNKNOWN_TO_API), 2);
 	PATHF(path, "%s/timelines/shop/web-b_%s.json", state, UID_B);
 	doc = wait_doc(&f, &w);
 	ck_assert(!jbool(doc, "complete"));
@@ -2059,6 +2059,11 @@ static const char *doc_reason(struct fx *f, const char *uid, char *buf, size_t l
 	return buf;
 }
 
+static bool journals_are_20(void *ud)
+{
+	return count_entries(ud) == 20;
+}
+
 static bool open_is(void *ud)
 {
 	struct fx *f = ud;
@@ -2117,7 +2122,7 @@ START_TEST(test_open_timelines_capped)
 			ck_assert_msg(!r, "%d closed", i);
 	}
 	PATHF(jdir, "%s/journal", f.dir);
-	ck_assert_uint_eq(count_entries(jdir), 20);
+	ck_assert(scn_run_until(f.loop, journals_are_20, jdir)); /* removed off the loop */
 	ck_assert_uint_le(fds_under(jdir), 4);
 	/* every journal still has what it was given */
 	tl_timelines_free(f.t);
@@ -2241,7 +2246,7 @@ START_TEST(test_end_reasons_survive_restart)
 	list_ns = tl_now_real_ns();
 	usleep(2000);
 	ck_assert_int_eq(scn_add(f.t, UID_C, "process.exec", t0), 0); /* opened after the LIST began */
-	ck_assert_int_eq(tl_timelines_close_missing(f.t, vouch_for_a, NULL, list_ns), 1); /* B */
+	ck_assert_int_eq(tl_timelines_close_missing(f.t, vouch_for_a, NULL, list_ns, TL_CLOSE_UNKNOWN_TO_API), 1); /* B */
 	tl_timelines_free(f.t);
 	/* the restart: each keeps its reason and closes */
 	f.cfg.linger_s = 0;
