@@ -29,10 +29,12 @@
 #define STORE_MAX_READERS 16
 #define STORE_READ_CHUNK (64u * 1024)
 #define STORE_NS_PER_S 1000000000LL
-/* Timelines closing to make room at the cap at once: past it, new Pods
- * are refused again (a disk that fails every close must not let the
- * timelines in memory grow past max_open + this). */
-#define STORE_EVICT_INFLIGHT_MAX 64
+/* Timelines closing to make room at the cap at once: the larger of this
+ * and a quarter of max_open. Past it, new Pods are refused again (a disk
+ * that fails every close, or a burst of new Pods within one loop
+ * iteration, must not let the timelines in memory grow past max_open +
+ * this). */
+#define STORE_EVICT_INFLIGHT_MIN 64
 /* A journal behind (a failed write) is rewritten from memory after 1 s,
  * then at doubling intervals up to this while it keeps failing. */
 #define STORE_REPAIR_MAX_MS (30 * 1000)

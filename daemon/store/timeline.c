@@ -476,7 +476,7 @@ static bool evict_one(struct tl_timelines *t)
 	struct timeline *victim = NULL;
 	bool victim_gone = false;
 
-	if (t->n_evicting >= STORE_EVICT_INFLIGHT_MAX)
+	if (t->n_evicting >= STORE_EVICT_INFLIGHT_MIN && t->n_evicting >= t->max_open / 4)
 		return false;
 	for (struct index_node *n = index_next(&t->open, NULL); n; n = index_next(&t->open, n)) {
 		struct timeline *tl = tl_of(n);

@@ -99,8 +99,9 @@ struct tl_timelines_config {
 	uint32_t max_open;        /* open timelines at most; 0 = default 1024. At it,
 				   * the least recently active one is closed for a
 				   * new Pod (closeReason "openLimit"); with 64 such
-				   * closes still in progress, new Pods are refused
-				   * and counted (termline_timelines_refused_total). */
+				   * closes (or a quarter of max_open, if more) still
+				   * in progress, new Pods are refused and counted
+				   * (termline_timelines_refused_total). */
 	/* A timeline with neither event nor metadata for this long, whose
 	 * Pod vouched() does not vouch for, is closed (closeReason "idle").
 	 * 0: never. Checked every quarter of it (1 s to 60 s). */
