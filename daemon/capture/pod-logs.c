@@ -21,9 +21,18 @@
  * is read on the next wake-up instead of holding the loop. */
 #define READ_BUDGET (4u << 20)
 #define READ_CHUNK (64u * 1024)
+/* The tree is walked again (every Pod directory: a readdir, two opens and
+ * two watches each) when inotify says it changed, at most once per
+ * RESCAN_MIN_MS (the rest wait for the timer), and every RESCAN_SAFETY_MS
+ * in case a watch could not be added; never on the timer alone while the
+ * root is watched: docs/hostile-peers.md has the bound. */
+#define RESCAN_MIN_MS 250
+#define RESCAN_SAFETY_MS (60 * 1000)
+#define FILE_BUCKETS 4096
 
 struct tfile {
 	struct tfile *next;
+	struct tfile *hnext; /* in the path hash */
 	char *path;
 	char ns[64];
 	char pod[254];
@@ -54,6 +63,10 @@ struct tl_pod_logs {
 	tl_pod_log_cb cb;
 	void *ud;
 	struct tfile *files;
+	struct tfile *by_path[FILE_BUCKETS];
+	int root_wd;          /* -1: the root is not watched (missing): the timer rescans */
+	bool tree_dirty;      /* a change inotify reported that no rescan has seen yet */
+	uint64_t last_scan_ms;
 	struct refused *refused;
 	size_t n_refused;
 	tl_pod_log_refused_cb on_refused;
@@ -258,12 +271,33 @@ static bool is_log_name(const char *n)
 	return d > n && strcmp(d, ".log") == 0;
 }
 
+static size_t path_bucket(const char *path)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+		h = (h ^ *c) * 1099511628211ULL;
+	return (size_t)(h % FILE_BUCKETS);
+}
+
+/* A lookup per file per rescan: hashed, so that a rescan costs in
+ * proportion to the files, not their square. */
 static struct tfile *find_file(struct tl_pod_logs *p, const char *path)
 {
-	for (struct tfile *f = p->files; f; f = f->next)
+	for (struct tfile *f = p->by_path[path_bucket(path)]; f; f = f->hnext)
 		if (strcmp(f->path, path) == 0)
 			return f;
 	return NULL;
+}
+
+static void hash_remove(struct tl_pod_logs *p, struct tfile *f)
+{
+	struct tfile **pp = &p->by_path[path_bucket(f->path)];
+
+	while (*pp && *pp != f)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = f->hnext;
 }
 
 /* dfd: the container directory (taken), dir its path. */
@@ -321,6 +355,8 @@ static void scan_container_dir(struct tl_pod_logs *p, const char *pod_name, int 
 		f->seen = true;
 		f->next = p->files;
 		p->files = f;
+		f->hnext = p->by_path[path_bucket(f->path)];
+		p->by_path[path_bucket(f->path)] = f;
 		p->st.files++;
 	}
 	closedir(d);
@@ -369,9 +405,13 @@ static void rescan(struct tl_pod_logs *p)
 		if (!d && lfd >= 0)
 			close(lfd);
 	}
+	p->tree_dirty = false;
+	p->last_scan_ms = tl_now_mono_ms();
+	p->st.rescans++;
+	p->root_wd = -1;
 	if (d) {
-		inotify_add_watch(p->ifd, p->root, IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM |
-						   IN_ONLYDIR);
+		p->root_wd = inotify_add_watch(p->ifd, p->root, IN_CREATE | IN_MOVED_TO | IN_DELETE |
+								IN_MOVED_FROM | IN_ONLYDIR);
 		while ((de = readdir(d))) {
 			struct tfile probe;
 
@@ -397,6 +437,7 @@ static void rescan(struct tl_pod_logs *p)
 		}
 		read_file(p, f);
 		*pp = f->next;
+		hash_remove(p, f);
 		p->st.files--;
 		if (p->on_pod_gone && !tl_pod_logs_has_pod(p, f->uid))
 			p->on_pod_gone(p->ud, f->uid);
@@ -445,18 +486,30 @@ static int on_inotify(struct tl_loop *loop _unused_, int fd, uint32_t events _un
 
 			if (e->mask & ~(uint32_t)IN_MODIFY)
 				tree_changed = true;
+			if (e->wd == p->root_wd && (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)))
+				p->root_wd = -1; /* the root went: looked for by the timer */
 			q += sizeof(*e) + e->len;
 		}
 	}
 	if (tree_changed)
+		p->tree_dirty = true;
+	if (p->tree_dirty && tl_now_mono_ms() - p->last_scan_ms >= RESCAN_MIN_MS)
 		rescan(p);
 	read_all(p);
 	return 0;
 }
 
+/* The files are read every tick (an append inotify missed, a watch that
+ * could not be added); the tree is walked only when it changed, when the
+ * root is not watched, or every RESCAN_SAFETY_MS. */
 static void on_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *ud)
 {
-	tl_pod_logs_poll(ud);
+	struct tl_pod_logs *p = ud;
+
+	p->records_now = 0;
+	if (p->tree_dirty || p->root_wd < 0 || tl_now_mono_ms() - p->last_scan_ms >= RESCAN_SAFETY_MS)
+		rescan(p);
+	read_all(p);
 }
 
 int tl_pod_logs_new(const struct tl_pod_logs_config *cfg, struct tl_loop *loop, tl_pod_log_cb cb,
@@ -471,6 +524,7 @@ int tl_pod_logs_new(const struct tl_pod_logs_config *cfg, struct tl_loop *loop, 
 	if (!p)
 		return -ENOMEM;
 	p->ifd = -1;
+	p->root_wd = -1;
 	p->cb = cb;
 	p->on_refused = cfg->on_refused;
 	p->on_pod_gone = cfg->on_pod_gone;

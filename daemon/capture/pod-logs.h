@@ -77,6 +77,7 @@ struct tl_pod_logs_stats {
 	uint64_t garbage_lines;  /* lines that were not CRI lines */
 	uint64_t files_refused;  /* over max_files */
 	uint64_t dirs_refused;   /* symlinked Pod or container directories, once each */
+	uint64_t rescans;        /* walks of the whole tree */
 };
 void tl_pod_logs_stats(const struct tl_pod_logs *p, struct tl_pod_logs_stats *ret);
 /* Whether a log file of the Pod (API UID) is being read. */
