@@ -12,7 +12,9 @@ timelines close (without the API at the start, "cgroupsRemoved"; with the
 API double, after its first LIST, "unknownToApi") and a new Pod is recorded
 again.
 
---api runs termlined against tests/kube's API double, which reports no Pod."""
+--api runs termlined against tests/kube's API double, which reports no Pod;
+there, a Pod of real processes in kubelet-style cgroups (termline-simpod)
+that the API never reports closes when its cgroups go ("cgroupsRemoved")."""
 import argparse
 import glob
 import json
@@ -176,6 +178,25 @@ def main():
         new_doc = read_doc(os.path.join(state, "timelines", "_unknown", f"{new_uid}.json"))
         assert new_doc["closeReason"] == "logsRemoved", new_doc.get("closeReason")
         E.validate_documents(paths[:40] + paths[-40:])
+
+        if opt.api:
+            # ---- kubelet-style cgroups of a Pod the API never reports ----
+            # (termline-simpod: real processes in them); their removal ends
+            # its timeline: no pod.deleted will come
+            simstate = os.path.join(work, "simpod")
+            pod = E.simpod("--state-dir", simstate, "create", "--prefix", os.path.basename(root),
+                           "--no-netns", "--app-port", str(E.free_port()),
+                           "--proxy-port", str(E.free_port()))
+            sim_uid = pod["podUid"]
+            E.simpod("--state-dir", simstate, "delete")
+            sim_doc = os.path.join(state, "timelines", "_unknown", f"{sim_uid}.json")
+            E.wait_for(lambda: os.path.exists(sim_doc), WAIT, sim_doc)
+            d = read_doc(sim_doc)
+            assert d["closeReason"] == "cgroupsRemoved", d.get("closeReason")
+            assert any(e["source"] == "kernel" for e in d["events"]), d["events"]
+            assert m.value("termline_timelines_evicted_total", reason="cgroupsRemoved") == 1
+            E.validate_documents([sim_doc])
+            os.makedirs(root, exist_ok=True)  # termline-simpod removed its prefix
 
         # ---- across a restart, the directories removed while stopped ----
         before = set(docs_of(state))
