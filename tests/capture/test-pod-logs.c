@@ -325,12 +325,14 @@ static void run_for(struct tl_loop *loop, int ms)
 		tl_loop_run_once(loop, 10);
 }
 
-/* On the loop, the tree is walked when inotify says it changed, not at
- * every tick: an idle tree of Pods costs no walk (the per-tick cost is
- * the reads); a new Pod is still found within a tick. */
+/* On the loop, nothing walks the whole tree while inotify watches it: an
+ * idle tree of Pods costs no walk (the per-tick cost is the reads), a new
+ * Pod directory is read alone as inotify names it, and so is one that
+ * goes (its last records read, the store told). */
 START_TEST(test_rescan_only_on_change)
 {
-	struct tl_pod_logs_config cfg = { .root = root, .container = "istio-proxy", .rescan_ms = 20 };
+	struct tl_pod_logs_config cfg = { .root = root, .container = "istio-proxy", .rescan_ms = 20,
+					  .on_pod_gone = on_gone };
 	struct tl_pod_logs_stats st0, st1;
 	struct tl_pod_logs *p;
 	struct tl_loop *loop;
@@ -341,6 +343,7 @@ START_TEST(test_rescan_only_on_change)
 		mkdirs(name, "istio-proxy");
 		append(name, "istio-proxy", "0.log", LINE("old"));
 	}
+	ngone = 0;
 	ck_assert_int_eq(tl_loop_new(&loop), 0);
 	ck_assert_int_eq(tl_pod_logs_new(&cfg, loop, on_rec, NULL, &p), 0);
 	tl_pod_logs_stats(p, &st0);
@@ -355,15 +358,26 @@ START_TEST(test_rescan_only_on_change)
 	ck_assert_str_eq(seen[0], "appended");
 	tl_pod_logs_stats(p, &st1);
 	ck_assert_uint_eq(st1.rescans, st0.rescans);
-	/* a new Pod: found, with a walk or two */
+	/* a new Pod: found without a walk */
 	mkdirs(NEW, "istio-proxy");
 	append(NEW, "istio-proxy", "0.log", LINE("new pod"));
-	run_for(loop, 400);
+	run_for(loop, 200);
 	ck_assert_int_eq(nseen, 2);
 	ck_assert_str_eq(seen[1], "new pod");
 	tl_pod_logs_stats(p, &st1);
-	ck_assert_uint_ge(st1.rescans, st0.rescans + 1);
-	ck_assert_uint_le(st1.rescans, st0.rescans + 4);
+	ck_assert_uint_eq(st1.rescans, st0.rescans);
+	ck_assert_uint_eq(st1.files, 51);
+	/* and one that goes: its last line read, told once, without a walk */
+	append(NEW, "istio-proxy", "0.log", LINE("last"));
+	rm_rf(NEW);
+	run_for(loop, 200);
+	ck_assert_int_eq(nseen, 3);
+	ck_assert_str_eq(seen[2], "last");
+	ck_assert_int_eq(ngone, 1);
+	ck_assert_str_eq(gone[0], "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee");
+	tl_pod_logs_stats(p, &st1);
+	ck_assert_uint_eq(st1.rescans, st0.rescans);
+	ck_assert_uint_eq(st1.files, 50);
 	tl_pod_logs_free(p);
 	tl_loop_free(loop);
 }
