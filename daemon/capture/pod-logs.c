@@ -602,7 +602,11 @@ static int on_inotify(struct tl_loop *loop _unused_, int fd, uint32_t events _un
 					p->root_wd = -1; /* the root went: looked for by the timer */
 					p->tree_dirty = true;
 				} else if (e->len && e->name[0] != '.') {
-					pod = e->name; /* a Pod directory came or went */
+					struct tfile probe;
+
+					/* a Pod directory came or went */
+					if (parse_pod_dir(e->name, &probe) == 0)
+						pod = e->name;
 				}
 			} else {
 				struct wdent *w = wd_find(p, e->wd);
