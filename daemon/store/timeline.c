@@ -510,9 +510,10 @@ static bool evict_one(struct tl_timelines *t)
 			t->max_open, victim->s.uid);
 		t->evict_warned = true;
 	}
-	/* LINGER -> CLOSING: its document is written now (on a failure, it
-	 * lingers and is retried like any close) */
-	timeline_phase(victim, TL_PHASE_CLOSING, 0);
+	/* Its close starts on the next loop iteration, not its linger: not
+	 * now, as the caller may be inside a source's callback (an access-log
+	 * record being read) that the close's before_close would re-enter. */
+	timeline_phase(victim, TL_PHASE_LINGER, 1);
 	return true;
 }
 
