@@ -65,7 +65,6 @@ struct agent {
 	int sigfd;
 	uint64_t dropped_seen;
 	bool bpf_ready;
-	bool missing_closed;
 	char kernel[256];
 	char api_error[512]; /* last API error logged, to log each one once */
 	struct tl_attr *attr; /* an event's Pod and container (daemon/attribution) */
@@ -362,6 +361,52 @@ static int pod_has_leaf(void *userdata, const struct tl_cgroup_info *info)
 	       strcmp(info->parsed.pod_uid, uid) == 0;
 }
 
+static bool pod_known(void *ud, const char *uid);
+
+static bool pod_has_cgroups(struct agent *a, const char *uid)
+{
+	return tl_cgroup_map_foreach(a->cgroups, pod_has_leaf, (void *)uid) != 0;
+}
+
+/* Whether some source still vouches for the Pod of uid: its cgroups, its
+ * access-log directory, the API. The store does not close such a Pod's
+ * timeline for being idle (docs/hostile-peers.md). */
+static bool pod_vouched(void *ud, const char *uid)
+{
+	struct agent *a = ud;
+
+	return pod_has_cgroups(a, uid) || tl_capture_has_pod_logs(a->capture, uid) ||
+	       (a->kube && pod_known(a, uid));
+}
+
+/* The Pod's log directory went away. Its timeline ends unless its cgroups
+ * or the API still vouch for it (their own ends close it then). */
+static void on_logs_gone(void *ud, const char *uid)
+{
+	struct agent *a = ud;
+
+	if (!a->timelines || pod_has_cgroups(a, uid) ||
+	    (a->kube && (!tl_kube_synced(a->kube) || pod_known(a, uid))))
+		return;
+	if (tl_timelines_end(a->timelines, uid, TL_CLOSE_LOGS_REMOVED) > 0)
+		tl_debug("pod %s: log directory gone: timeline closes", uid);
+}
+
+/* A Pod LIST completed: the timelines of Pods it does not hold close (the
+ * Pods deleted while the agent was down; cgroups or log directories of
+ * Pods the API never reported). */
+static void on_pods_listed(void *ud, int64_t started_ns)
+{
+	struct agent *a = ud;
+	int n;
+
+	if (!a->timelines)
+		return;
+	n = tl_timelines_close_missing(a->timelines, pod_known, a, started_ns, TL_CLOSE_UNKNOWN_TO_API);
+	if (n > 0)
+		tl_info("%d timelines of Pods the API does not report close", n);
+}
+
 static void on_cgroup_removed(void *userdata, const struct tl_cgroup_info *info)
 {
 	struct agent *a = userdata;
@@ -390,6 +435,14 @@ static void on_cgroup_removed(void *userdata, const struct tl_cgroup_info *info)
 			sink_emit(a, &ev);
 		}
 	}
+	/* With the API, a Pod it never reported (a kubelet-style cgroup of no
+	 * Pod) has no pod.deleted to come: its last cgroup's removal ends it. */
+	if (a->kube && a->timelines && info->parsed.pod_uid[0] && !info->parsed.nested &&
+	    tl_kube_synced(a->kube) && !pod_known(a, info->parsed.pod_uid) &&
+	    !pod_has_cgroups(a, info->parsed.pod_uid) &&
+	    tl_timelines_end(a->timelines, info->parsed.pod_uid, TL_CLOSE_CGROUPS_REMOVED) > 0)
+		tl_debug("pod %s: cgroups gone, unknown to the API: timeline closes",
+			 info->parsed.pod_uid);
 }
 
 static void on_pod_changed(void *userdata, const char *uid)
@@ -536,12 +589,6 @@ static void on_housekeeping(struct tl_loop *loop _unused_, struct tl_timer *t _u
 		if (a->bpf && a->attr)
 			tl_attr_ip_expire(a->attr, tl_now_real_ns());
 	}
-	/* Pods deleted while the agent was down never send pod.deleted: once
-	 * the first LIST is in, their replayed timelines are closed. */
-	if (a->kube && a->timelines && !a->missing_closed && tl_kube_synced(a->kube)) {
-		a->missing_closed = true;
-		tl_timelines_close_missing(a->timelines, pod_known, a);
-	}
 
 	if (!a->bpf)
 		return;
@@ -669,7 +716,9 @@ static int start_emit_events(struct agent *a)
 static int start_api(struct agent *a)
 {
 	struct tl_kube_config kc = { .kubeconfig = a->opts.kubeconfig, .node = a->opts.node };
-	struct tl_kube_callbacks cb = { .pod_changed = on_pod_changed, .userdata = a };
+	struct tl_kube_callbacks cb = { .pod_changed = on_pod_changed,
+					.pods_listed = on_pods_listed,
+					.userdata = a };
 	struct tl_emitter emit = { .emit = sink_emit, .userdata = a };
 	char err[512] = "";
 	int r;
@@ -758,6 +807,10 @@ static int start_timelines(struct agent *a)
 		.state_dir = a->opts.state_dir,
 		.linger_s = a->opts.linger_s,
 		.max_events = a->opts.max_events_per_timeline,
+		.max_open = a->opts.max_open_timelines,
+		.idle_close_s = a->opts.timeline_idle_close_s,
+		.vouched = pod_vouched,
+		.vouched_ud = a,
 		.retention_bytes = a->opts.retention_bytes,
 		.retention_hours = a->opts.retention_hours,
 		.fsync_ms = a->opts.journal_fsync_ms,
@@ -795,6 +848,8 @@ static int start_capture(struct agent *a)
 		.prefix_bytes = a->opts.http_prefix_bytes,
 		.linger_s = a->opts.linger_s,
 		.clock = &a->clock,
+		.logs_gone = on_logs_gone,
+		.logs_gone_ud = a,
 	};
 	struct tl_emitter emit = { .emit = sink_emit, .userdata = a };
 	char err[512] = "";
@@ -808,6 +863,16 @@ static int start_capture(struct agent *a)
 	if (a->opts.http_capture != TL_HTTP_CAPTURE_OFF && !tl_capture_sockets(a->capture))
 		tl_warn("%s; requests come from access logs only", err);
 	tl_cgroup_map_foreach(a->cgroups, register_cgroup, a);
+	/* Without the API nothing else would say that a Pod replayed from the
+	 * journal ended while the agent was down: neither its cgroups nor its
+	 * log directory are left (with the API, the first LIST says). */
+	if (a->opts.no_api && a->timelines) {
+		int n = tl_timelines_close_missing(a->timelines, pod_vouched, a, tl_now_real_ns(),
+						   TL_CLOSE_CGROUPS_REMOVED);
+
+		if (n > 0)
+			tl_info("%d timelines of Pods gone while the agent was stopped close", n);
+	}
 	return 0;
 }
 

@@ -453,6 +453,14 @@ static void on_log_dir_refused(void *ud _unused_, const char *root, const char *
 	tl_metric_add("termline_http_log_dirs_refused_total", NULL, 1);
 }
 
+static void on_log_dir_gone(void *ud, const char *uid)
+{
+	struct tl_capture *c = ud;
+
+	if (c->cfg.logs_gone)
+		c->cfg.logs_gone(c->cfg.logs_gone_ud, uid);
+}
+
 static void on_log_record(void *ud, const struct tl_pod_log_source *src, int64_t t,
 			  const char *text, size_t len, bool cut)
 {
@@ -1136,6 +1144,11 @@ uint64_t tl_capture_dropped(const struct tl_capture *c)
 	return c && c->bpf ? tl_http_bpf_dropped(c->bpf) : 0;
 }
 
+bool tl_capture_has_pod_logs(const struct tl_capture *c, const char *uid)
+{
+	return c && c->logs && tl_pod_logs_has_pod(c->logs, uid);
+}
+
 bool tl_capture_sockets(const struct tl_capture *c)
 {
 	return c && c->bpf;
@@ -1247,6 +1260,7 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 			.container = cfg->log_container ? cfg->log_container
 							: TL_CAPTURE_LOG_CONTAINER_DEFAULT,
 			.on_refused = on_log_dir_refused,
+			.on_pod_gone = on_log_dir_gone,
 		};
 
 		r = tl_pod_logs_new(&pc, loop, on_log_record, c, &c->logs);

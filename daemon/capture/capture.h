@@ -36,6 +36,10 @@ struct tl_capture_config {
 	/* BOOTTIME -> UTC for the sockets' records, re-sampled by its owner;
 	 * NULL: their times stay BOOTTIME. */
 	const struct tl_clock *clock;
+	/* The last access-log file of Pod uid went away (its log directory
+	 * removed): read to its end first. NULL: not told. */
+	void (*logs_gone)(void *ud, const char *uid);
+	void *logs_gone_ud;
 };
 
 /* Loads the socket capture (unless off) and starts tailing access logs.
@@ -45,6 +49,8 @@ int tl_capture_new(const struct tl_capture_config *cfg, struct tl_loop *loop,
 		   const struct tl_emitter *emit, struct tl_capture **ret, char *err, size_t errlen);
 void tl_capture_free(struct tl_capture *c);
 bool tl_capture_sockets(const struct tl_capture *c);
+/* Whether an access-log file of Pod uid is being read. */
+bool tl_capture_has_pod_logs(const struct tl_capture *c, const char *uid);
 /* Whether the syscall programs are attached now. */
 bool tl_capture_attached(const struct tl_capture *c);
 

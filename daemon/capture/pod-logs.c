@@ -21,9 +21,32 @@
  * is read on the next wake-up instead of holding the loop. */
 #define READ_BUDGET (4u << 20)
 #define READ_CHUNK (64u * 1024)
+/* A change inotify names is handled in its Pod directory alone
+ * (scan_changed). The whole tree is walked again (every Pod directory: a
+ * readdir, two opens and two watches each) only when inotify cannot say
+ * where (its queue overflowed, an unknown watch), at most once per
+ * RESCAN_MIN_MS (the rest wait for the timer), while the root is missing,
+ * and every RESCAN_SAFETY_MS in case a watch could not be added:
+ * docs/hostile-peers.md has the bound. */
+#define RESCAN_MIN_MS 250
+#define RESCAN_SAFETY_MS (60 * 1000)
+#define FILE_BUCKETS 4096
+#define WD_BUCKETS 1024
+/* Pod directories one inotify read names at most; past it, a walk. */
+#define CHANGED_MAX 64
+
+/* A watched Pod directory or container directory: inotify's events name
+ * the watch, this names the Pod directory. */
+struct wdent {
+	struct wdent *next;
+	int wd;
+	bool is_pod; /* the Pod directory, else its container directory */
+	char *pod;   /* "<ns>_<pod>_<uid>" */
+};
 
 struct tfile {
 	struct tfile *next;
+	struct tfile *hnext; /* in the path hash */
 	char *path;
 	char ns[64];
 	char pod[254];
@@ -54,9 +77,15 @@ struct tl_pod_logs {
 	tl_pod_log_cb cb;
 	void *ud;
 	struct tfile *files;
+	struct tfile *by_path[FILE_BUCKETS];
+	int root_wd;          /* -1: the root is not watched (missing): the timer rescans */
+	struct wdent *wds[WD_BUCKETS];
+	bool tree_dirty;      /* a change inotify reported that no rescan has seen yet */
+	uint64_t last_scan_ms;
 	struct refused *refused;
 	size_t n_refused;
 	tl_pod_log_refused_cb on_refused;
+	tl_pod_log_gone_cb on_pod_gone;
 	bool scanned_once;
 	char *chunk;
 	struct tl_pod_logs_stats st;
@@ -257,12 +286,85 @@ static bool is_log_name(const char *n)
 	return d > n && strcmp(d, ".log") == 0;
 }
 
+static size_t path_bucket(const char *path)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+		h = (h ^ *c) * 1099511628211ULL;
+	return (size_t)(h % FILE_BUCKETS);
+}
+
+/* A lookup per file per rescan: hashed, so that a rescan costs in
+ * proportion to the files, not their square. */
 static struct tfile *find_file(struct tl_pod_logs *p, const char *path)
 {
-	for (struct tfile *f = p->files; f; f = f->next)
+	for (struct tfile *f = p->by_path[path_bucket(path)]; f; f = f->hnext)
 		if (strcmp(f->path, path) == 0)
 			return f;
 	return NULL;
+}
+
+static void hash_remove(struct tl_pod_logs *p, struct tfile *f)
+{
+	struct tfile **pp = &p->by_path[path_bucket(f->path)];
+
+	while (*pp && *pp != f)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = f->hnext;
+}
+
+static struct wdent *wd_find(struct tl_pod_logs *p, int wd)
+{
+	for (struct wdent *w = p->wds[(unsigned)wd % WD_BUCKETS]; w; w = w->next)
+		if (w->wd == wd)
+			return w;
+	return NULL;
+}
+
+/* The same inode watched again gives the same wd: the entry is updated. */
+static void wd_put(struct tl_pod_logs *p, int wd, bool is_pod, const char *pod)
+{
+	struct wdent *w;
+	char *name;
+
+	if (wd < 0)
+		return;
+	w = wd_find(p, wd);
+	if (w && w->is_pod == is_pod && strcmp(w->pod, pod) == 0)
+		return;
+	name = strdup(pod);
+	if (!name)
+		return;
+	if (!w) {
+		w = calloc(1, sizeof(*w));
+		if (!w) {
+			free(name);
+			return;
+		}
+		w->wd = wd;
+		w->next = p->wds[(unsigned)wd % WD_BUCKETS];
+		p->wds[(unsigned)wd % WD_BUCKETS] = w;
+	}
+	free(w->pod);
+	w->pod = name;
+	w->is_pod = is_pod;
+}
+
+static void wd_forget(struct tl_pod_logs *p, int wd)
+{
+	struct wdent **ww = &p->wds[(unsigned)wd % WD_BUCKETS];
+
+	while (*ww && (*ww)->wd != wd)
+		ww = &(*ww)->next;
+	if (*ww) {
+		struct wdent *w = *ww;
+
+		*ww = w->next;
+		free(w->pod);
+		free(w);
+	}
 }
 
 /* dfd: the container directory (taken), dir its path. */
@@ -275,8 +377,9 @@ static void scan_container_dir(struct tl_pod_logs *p, const char *pod_name, int 
 		close(dfd);
 		return;
 	}
-	inotify_add_watch(p->ifd, dir, IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
-				       IN_MODIFY | IN_ONLYDIR | IN_DONT_FOLLOW);
+	wd_put(p, inotify_add_watch(p->ifd, dir, IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
+						  IN_MODIFY | IN_ONLYDIR | IN_DONT_FOLLOW),
+	       false, pod_name);
 	while ((de = readdir(d))) {
 		char path[PATH_MAX];
 		struct tfile *f;
@@ -320,6 +423,8 @@ static void scan_container_dir(struct tl_pod_logs *p, const char *pod_name, int 
 		f->seen = true;
 		f->next = p->files;
 		p->files = f;
+		f->hnext = p->by_path[path_bucket(f->path)];
+		p->by_path[path_bucket(f->path)] = f;
 		p->st.files++;
 	}
 	closedir(d);
@@ -341,7 +446,9 @@ static void scan_pod_dir(struct tl_pod_logs *p, int rfd, const char *name)
 		refuse(p, name);
 	if (pfd < 0)
 		return;
-	inotify_add_watch(p->ifd, pod_dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW);
+	wd_put(p, inotify_add_watch(p->ifd, pod_dir, IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM |
+						      IN_ONLYDIR | IN_DONT_FOLLOW),
+	       true, name);
 	cfd = open_dir_beneath(pfd, p->container);
 	if (cfd == -ELOOP && (size_t)snprintf(rel, sizeof(rel), "%s/%s", name, p->container) < sizeof(rel))
 		refuse(p, rel);
@@ -350,11 +457,12 @@ static void scan_pod_dir(struct tl_pod_logs *p, int rfd, const char *name)
 		scan_container_dir(p, name, cfd, dir);
 }
 
+static void prune(struct tl_pod_logs *p);
+
 static void rescan(struct tl_pod_logs *p)
 {
 	DIR *d = NULL;
 	struct dirent *de;
-	struct tfile **pp;
 	int rfd;
 
 	for (struct tfile *f = p->files; f; f = f->next)
@@ -368,9 +476,13 @@ static void rescan(struct tl_pod_logs *p)
 		if (!d && lfd >= 0)
 			close(lfd);
 	}
+	p->tree_dirty = false;
+	p->last_scan_ms = tl_now_mono_ms();
+	p->st.rescans++;
+	p->root_wd = -1;
 	if (d) {
-		inotify_add_watch(p->ifd, p->root, IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM |
-						   IN_ONLYDIR);
+		p->root_wd = inotify_add_watch(p->ifd, p->root, IN_CREATE | IN_MOVED_TO | IN_DELETE |
+								IN_MOVED_FROM | IN_ONLYDIR);
 		while ((de = readdir(d))) {
 			struct tfile probe;
 
@@ -384,9 +496,15 @@ static void rescan(struct tl_pod_logs *p)
 		close(rfd);
 	refused_prune(p);
 	p->scanned_once = true;
-	/* Files whose name is gone (Pod directory removed, renamed without a
-	 * successor yet): what they still hold is read, then they are closed. */
-	pp = &p->files;
+	prune(p);
+}
+
+/* Files whose name is gone (Pod directory removed, renamed without a
+ * successor yet): what they still hold is read, then they are closed. */
+static void prune(struct tl_pod_logs *p)
+{
+	struct tfile **pp = &p->files;
+
 	while (*pp) {
 		struct tfile *f = *pp;
 
@@ -396,9 +514,40 @@ static void rescan(struct tl_pod_logs *p)
 		}
 		read_file(p, f);
 		*pp = f->next;
+		hash_remove(p, f);
 		p->st.files--;
+		if (p->on_pod_gone && !tl_pod_logs_has_pod(p, f->uid))
+			p->on_pod_gone(p->ud, f->uid);
 		tfile_free(f);
 	}
+}
+
+/* Whether f is a file of the Pod directory pod. */
+static bool of_pod(const struct tl_pod_logs *p, const struct tfile *f, const char *pod)
+{
+	size_t r = strlen(p->root), n = strlen(pod);
+
+	return strncmp(f->path, p->root, r) == 0 && f->path[r] == '/' &&
+	       strncmp(f->path + r + 1, pod, n) == 0 && f->path[r + 1 + n] == '/';
+}
+
+/* The Pod directories inotify named, each looked at again alone: gone ones
+ * have their files read and closed, others their container directory
+ * read for new, rotated and removed files. Syscalls in proportion to those
+ * directories; a walk of the open files' list (memory) per batch. */
+static void scan_changed(struct tl_pod_logs *p, char (*pods)[NAME_MAX + 1], size_t n)
+{
+	int rfd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	for (struct tfile *f = p->files; f; f = f->next)
+		for (size_t i = 0; i < n && f->seen; i++)
+			if (of_pod(p, f, pods[i]))
+				f->seen = false;
+	for (size_t i = 0; rfd >= 0 && i < n; i++)
+		scan_pod_dir(p, rfd, pods[i]);
+	if (rfd >= 0)
+		close(rfd);
+	prune(p);
 }
 
 static void read_all(struct tl_pod_logs *p)
@@ -428,7 +577,8 @@ static int on_inotify(struct tl_loop *loop _unused_, int fd, uint32_t events _un
 {
 	struct tl_pod_logs *p = ud;
 	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
-	bool tree_changed = false;
+	char pods[CHANGED_MAX][NAME_MAX + 1];
+	size_t n_pods = 0;
 
 	for (;;) {
 		ssize_t n = read(fd, buf, sizeof(buf));
@@ -440,20 +590,66 @@ static int on_inotify(struct tl_loop *loop _unused_, int fd, uint32_t events _un
 		for (char *q = buf; q < buf + n;) {
 			const struct inotify_event *e = (const struct inotify_event *)q;
 
-			if (e->mask & ~(uint32_t)IN_MODIFY)
-				tree_changed = true;
+			const char *pod = NULL;
+
 			q += sizeof(*e) + e->len;
+			if (!(e->mask & ~(uint32_t)IN_MODIFY))
+				continue; /* an append: read below */
+			if (e->mask & IN_Q_OVERFLOW) {
+				p->tree_dirty = true;
+			} else if (e->wd == p->root_wd) {
+				if (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+					p->root_wd = -1; /* the root went: looked for by the timer */
+					p->tree_dirty = true;
+				} else if (e->len && e->name[0] != '.') {
+					struct tfile probe;
+
+					/* a Pod directory came or went */
+					if (parse_pod_dir(e->name, &probe) == 0)
+						pod = e->name;
+				}
+			} else {
+				struct wdent *w = wd_find(p, e->wd);
+
+				if (e->mask & IN_IGNORED) {
+					wd_forget(p, e->wd); /* its directory went */
+					continue;
+				}
+				if (w)
+					pod = w->pod; /* in a Pod or container directory */
+				else
+					p->tree_dirty = true;
+			}
+			if (!pod)
+				continue;
+			for (size_t i = 0; i < n_pods && pod; i++)
+				if (strcmp(pods[i], pod) == 0)
+					pod = NULL;
+			if (pod && n_pods < CHANGED_MAX && strlen(pod) <= NAME_MAX)
+				snprintf(pods[n_pods++], sizeof(pods[0]), "%s", pod);
+			else if (pod)
+				p->tree_dirty = true;
 		}
 	}
-	if (tree_changed)
+	if (p->tree_dirty && tl_now_mono_ms() - p->last_scan_ms >= RESCAN_MIN_MS)
 		rescan(p);
+	else if (n_pods)
+		scan_changed(p, pods, n_pods);
 	read_all(p);
 	return 0;
 }
 
+/* The files are read every tick (an append inotify missed, a watch that
+ * could not be added); the tree is walked only when it changed, when the
+ * root is not watched, or every RESCAN_SAFETY_MS. */
 static void on_timer(struct tl_loop *loop _unused_, struct tl_timer *t _unused_, void *ud)
 {
-	tl_pod_logs_poll(ud);
+	struct tl_pod_logs *p = ud;
+
+	p->records_now = 0;
+	if (p->tree_dirty || p->root_wd < 0 || tl_now_mono_ms() - p->last_scan_ms >= RESCAN_SAFETY_MS)
+		rescan(p);
+	read_all(p);
 }
 
 int tl_pod_logs_new(const struct tl_pod_logs_config *cfg, struct tl_loop *loop, tl_pod_log_cb cb,
@@ -468,8 +664,10 @@ int tl_pod_logs_new(const struct tl_pod_logs_config *cfg, struct tl_loop *loop, 
 	if (!p)
 		return -ENOMEM;
 	p->ifd = -1;
+	p->root_wd = -1;
 	p->cb = cb;
 	p->on_refused = cfg->on_refused;
+	p->on_pod_gone = cfg->on_pod_gone;
 	p->ud = userdata;
 	p->loop = loop;
 	p->max_files = cfg->max_files ? cfg->max_files : 1024;
@@ -524,6 +722,15 @@ void tl_pod_logs_free(struct tl_pod_logs *p)
 
 		p->files = f->next;
 		tfile_free(f);
+	}
+	for (size_t b = 0; b < WD_BUCKETS; b++) {
+		while (p->wds[b]) {
+			struct wdent *w = p->wds[b];
+
+			p->wds[b] = w->next;
+			free(w->pod);
+			free(w);
+		}
 	}
 	while (p->refused) {
 		struct refused *r = p->refused;

@@ -42,12 +42,18 @@ typedef void (*tl_pod_log_cb)(void *userdata, const struct tl_pod_log_source *sr
  * back), with the userdata of the record callback. */
 typedef void (*tl_pod_log_refused_cb)(void *userdata, const char *root, const char *rel);
 
+/* The last log file of Pod uid went away (its directory removed or
+ * renamed): what the files held has been read. With the userdata of the
+ * record callback. */
+typedef void (*tl_pod_log_gone_cb)(void *userdata, const char *uid);
+
 struct tl_pod_logs_config {
 	const char *root;        /* --pod-logs-dir */
 	const char *container;   /* the container whose output is read, e.g. "istio-proxy" */
 	uint32_t max_files;      /* open files at most (and refused directories remembered); 0 = 1024 */
 	uint32_t rescan_ms;      /* 0 = 1000 */
 	tl_pod_log_refused_cb on_refused; /* NULL = counted only */
+	tl_pod_log_gone_cb on_pod_gone;   /* NULL = not told */
 };
 
 /* The root need not exist yet (a node without Pods): it is looked for at
@@ -71,6 +77,7 @@ struct tl_pod_logs_stats {
 	uint64_t garbage_lines;  /* lines that were not CRI lines */
 	uint64_t files_refused;  /* over max_files */
 	uint64_t dirs_refused;   /* symlinked Pod or container directories, once each */
+	uint64_t rescans;        /* walks of the whole tree */
 };
 void tl_pod_logs_stats(const struct tl_pod_logs *p, struct tl_pod_logs_stats *ret);
 /* Whether a log file of the Pod (API UID) is being read. */

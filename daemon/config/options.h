@@ -18,6 +18,8 @@
  * applies them and --help prints them from these. */
 #define TL_DEFAULT_RINGBUF_KIB 4096          /* ring-buffer-kib */
 #define TL_DEFAULT_MAX_EVENTS 20000          /* max-events-per-timeline */
+#define TL_DEFAULT_MAX_OPEN_TIMELINES 1024   /* max-open-timelines */
+#define TL_DEFAULT_TIMELINE_IDLE_CLOSE_S 900 /* timeline-idle-close */
 #define TL_DEFAULT_JOURNAL_FSYNC_MS 200      /* journal-fsync-ms */
 #define TL_DEFAULT_ACCESS_LOG_CONTAINER "istio-proxy" /* access-log-container */
 #define TL_DEFAULT_METRICS_MAX_WORKLOADS 500 /* metrics-max-workloads */
@@ -54,6 +56,8 @@ struct tl_options {
 	uint64_t signal_mask;       /* signals: list of names;
 				     * bit (signo - 1), the BPF filter's layout */
 	uint32_t max_events_per_timeline; /* max-events-per-timeline */
+	uint32_t max_open_timelines; /* max-open-timelines */
+	uint32_t timeline_idle_close_s; /* timeline-idle-close (0: never) */
 	uint64_t retention_bytes;   /* retention-bytes */
 	uint32_t retention_hours;   /* retention-hours */
 	uint32_t journal_fsync_ms;  /* journal-fsync-ms */

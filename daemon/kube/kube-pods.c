@@ -65,6 +65,7 @@ struct tl_kpods {
 	struct lh_table *by_ip;  /* ip -> kpod */
 	struct lh_table *slices; /* slice uid -> kslice */
 	uint64_t pod_gen, slice_gen;
+	int64_t pod_list_started_ns;
 	uint64_t deleted_seq;
 	size_t retained;
 	bool warned_other_node, warned_limit;
@@ -582,6 +583,7 @@ static void pods_list_begin(void *userdata, bool initial _unused_)
 	struct tl_kpods *m = userdata;
 
 	m->pod_gen++;
+	m->pod_list_started_ns = tl_now_real_ns();
 }
 
 static void pods_list_item(void *userdata, struct json_object *obj, bool initial)
@@ -607,6 +609,8 @@ static void pods_list_end(void *userdata, bool initial _unused_)
 	}
 	while (m->retained > KP_MAX_RETAINED)
 		evict_retained(m);
+	if (m->cb.pods_listed)
+		m->cb.pods_listed(m->cb.userdata, m->pod_list_started_ns);
 }
 
 static void pods_event(void *userdata, const char *type, struct json_object *obj)

@@ -19,6 +19,9 @@ struct tl_kpods;
 
 struct tl_kpods_callbacks {
 	void (*pod_changed)(void *userdata, const char *uid); /* metadata changed */
+	/* A Pod LIST completed (the first and every relist), begun at
+	 * started_ns (realtime): a Pod not in it is not on this node. */
+	void (*pods_listed)(void *userdata, int64_t started_ns);
 	void *userdata;
 };
 

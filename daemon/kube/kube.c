@@ -123,6 +123,7 @@ void tl_kube_set_callbacks(struct tl_kube *k, const struct tl_kube_callbacks *cb
 
 	if (cb) {
 		c.pod_changed = cb->pod_changed;
+		c.pods_listed = cb->pods_listed;
 		c.userdata = cb->userdata;
 	}
 	tl_kpods_set_callbacks(k->model, &c);

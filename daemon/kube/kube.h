@@ -22,6 +22,8 @@ struct tl_kube_config {
 
 struct tl_kube_callbacks {
 	void (*pod_changed)(void *userdata, const char *uid);
+	/* A Pod LIST completed, begun at started_ns (realtime): kube-pods.h */
+	void (*pods_listed)(void *userdata, int64_t started_ns);
 	void *userdata;
 };
 

@@ -213,6 +213,12 @@ int doc_write(const struct tl_state *s, const struct doc_recorder *rec, struct d
 		 * timeline and a document being written have none yet. */
 		tl_buf_adds(out, ",\"findings\":[]");
 		tl_buf_adds(out, state_complete(s) ? ",\"complete\":true" : ",\"complete\":false");
+		/* only when the Pod's end was not recorded (docs/timeline-format.md) */
+		if (state_close_reason_name(s->close_reason)) {
+			tl_buf_adds(out, ",\"closeReason\":\"");
+			tl_buf_adds(out, state_close_reason_name(s->close_reason));
+			tl_buf_addc(out, '"');
+		}
 		r = add_part(out, "loss", build_loss(&s->loss), false);
 		r = r ?: add_part(out, "recorder", build_recorder(s, rec), false);
 		if (r < 0)

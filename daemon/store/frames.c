@@ -101,10 +101,12 @@ void frame_loss(struct frame *f, const struct state_loss *l)
 #undef PUT
 }
 
-void frame_gone(struct frame *f, int64_t at_ns)
+void frame_gone(struct frame *f, int64_t at_ns, unsigned reason)
 {
 	put_start(f, FRAME_GONE);
 	put_i(f, at_ns);
+	if (reason)
+		put_byte(f, (uint8_t)reason);
 }
 
 void frame_gap(struct frame *f, const struct state_gap *g)
@@ -121,6 +123,8 @@ void frame_term(struct frame *f, const struct tl_state *s)
 	put_u(f, s->n_at_termination);
 	put_byte(f, s->gone);
 	put_i(f, s->gone_ns);
+	if (s->close_reason)
+		put_byte(f, s->close_reason);
 }
 
 void frame_string(struct tl_buf *out, const char *s, size_t len)
@@ -489,6 +493,8 @@ int frame_decode(const uint8_t *body, size_t len, const char *uid, struct frame_
 		break;
 	case FRAME_GONE:
 		ret->gone_ns = get_i(&r);
+		if (!r.bad && r.o < r.len)
+			ret->reason = get_byte(&r);
 		break;
 	case FRAME_GAP:
 		ret->gap.from_ns = get_i(&r);
@@ -499,6 +505,8 @@ int frame_decode(const uint8_t *body, size_t len, const char *uid, struct frame_
 		ret->term.at = get_u(&r);
 		ret->term.gone = get_byte(&r);
 		ret->term.gone_ns = get_i(&r);
+		if (!r.bad && r.o < r.len)
+			ret->reason = get_byte(&r);
 		break;
 	default:
 		return -EINVAL;

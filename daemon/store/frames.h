@@ -46,9 +46,12 @@ void frame_event(struct frame *f, bool raw, int64_t time_ns, const struct state_
 void frame_agg(struct frame *f, const struct state_agg *a);
 void frame_agg_set(struct frame *f, size_t i, const struct state_agg *a);
 void frame_loss(struct frame *f, const struct state_loss *l);
-void frame_gone(struct frame *f, int64_t at_ns);
+/* reason: enum state_close_reason, written only when set (a byte after
+ * the time: agents before it read the time and ignore the rest). */
+void frame_gone(struct frame *f, int64_t at_ns, unsigned reason);
 void frame_gap(struct frame *f, const struct state_gap *g);
-/* The budget: terminating, the entry it started at, gone and when. */
+/* The budget: terminating, the entry it started at, gone and when (and
+ * the close reason, when set, as a last byte). */
 void frame_term(struct frame *f, const struct tl_state *s);
 /* Bodies of any size, appended to out (out->err on failure). */
 void frame_string(struct tl_buf *out, const char *s, size_t len);
@@ -63,6 +66,7 @@ int frame_state(const struct tl_state *s, struct tl_buf *out);
  * aggregate index is checked against the state by whoever applies it. */
 struct frame_rec {
 	uint8_t type;
+	uint8_t reason; /* G and T: enum state_close_reason, 0 when the frame has none */
 	union {
 		struct {
 			int64_t opened_ns, recording_since_ns;

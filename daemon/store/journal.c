@@ -118,7 +118,7 @@ static int fd_acquire(struct tl_journal *j)
 	}
 	while (p->n_open >= p->max_open && p->lru_tail)
 		fd_release(p->lru_tail);
-	j->fd = open(j->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	j->fd = open(j->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, TL_JOURNAL_MODE);
 	if (j->fd < 0)
 		return -errno;
 	p->n_open++;
@@ -332,7 +332,7 @@ int tl_journal_rewrite(struct tl_journal *j, const void *frames, size_t len)
 
 	if (snprintf(tmp, sizeof(tmp), "%s.new", j->path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, TL_JOURNAL_MODE);
 	if (fd < 0)
 		return -errno;
 	r = tl_write_all(fd, frames, len, &done);
@@ -395,6 +395,13 @@ void tl_journal_close(struct tl_journal *j)
 	fd_release(j);
 	tl_buf_free(&j->pending);
 	free(j);
+}
+
+int tl_journal_mark(struct tl_journal *j, bool behind)
+{
+	if (!j)
+		return 0;
+	return chmod(j->path, behind ? TL_JOURNAL_MODE_BEHIND : TL_JOURNAL_MODE) < 0 ? -errno : 0;
 }
 
 void tl_journal_discard(struct tl_journal *j)

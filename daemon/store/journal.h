@@ -58,6 +58,15 @@ int tl_journal_sync(struct tl_journal *j);
 /* Bytes in the file plus those queued. */
 uint64_t tl_journal_bytes(const struct tl_journal *j);
 const char *tl_journal_path(const struct tl_journal *j);
+/* A journal that lacks frames its timeline holds (a write failed, and no
+ * rewrite has made it whole yet) says so in its mode, which costs no disk
+ * space to change: TL_JOURNAL_MODE_BEHIND instead of TL_JOURNAL_MODE. A
+ * rewrite makes a file of the usual mode. A replay that finds the mark
+ * counts the timeline's loss (docs/journal-format.md). */
+#define TL_JOURNAL_MODE 0600
+#define TL_JOURNAL_MODE_BEHIND 0640
+/* Sets (behind) or clears the mark. 0 or -errno. */
+int tl_journal_mark(struct tl_journal *j, bool behind);
 /* Closes; accepts NULL. */
 void tl_journal_close(struct tl_journal *j);
 /* Closes and deletes the file (the timeline was written out). */

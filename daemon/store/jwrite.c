@@ -6,11 +6,42 @@
 
 #include "jwrite.h"
 
+/* A failed write: the file lacks what the timeline holds from now on. */
+static int failed(struct jwrite *w, int r)
+{
+	if (r < 0 && !w->behind) {
+		w->behind = true;
+		/* a chmod needs no free block: a stop before the repair
+		 * leaves the mark for the replay to count */
+		tl_journal_mark(w->j, true);
+	}
+	return r;
+}
+
 int jwrite_open(struct jwrite *w, struct tl_jpool *pool, const char *dir, const char *uid)
 {
 	memset(w, 0, sizeof(*w));
 	w->compact_at = JWRITE_COMPACT_MIN;
-	return tl_journal_open(pool, dir, uid, &w->j);
+	return failed(w, tl_journal_open(pool, dir, uid, &w->j));
+}
+
+int jwrite_repair(struct jwrite *w, struct tl_jpool *pool, const char *dir, const char *uid,
+		  const struct tl_state *s)
+{
+	int r;
+
+	if (!w->behind)
+		return 0;
+	if (!w->j) {
+		r = tl_journal_open(pool, dir, uid, &w->j);
+		if (r < 0)
+			return r;
+	}
+	w->behind = false;
+	r = jwrite_compact(w, s);
+	if (r == 0)
+		w->unjournaled = 0;
+	return r;
 }
 
 static void jwrite_reset(struct jwrite *w)
@@ -73,9 +104,11 @@ int jwrite_synced(struct jwrite *w, const struct tl_state *s)
 	return 0;
 }
 
+/* Nothing is appended to a journal behind: its frames would name
+ * strings and entries the file lacks; the repair writes it all. */
 static int append(struct jwrite *w, const void *body, size_t len)
 {
-	return w->j ? tl_journal_append(w->j, body, len) : 0;
+	return w->j && !w->behind ? failed(w, tl_journal_append(w->j, body, len)) : 0;
 }
 
 /* Strings and containers new since the last write go first: an event
@@ -85,7 +118,7 @@ static int defs(struct jwrite *w, const struct tl_state *s)
 	uint32_t n = tl_strtab_count(s->strs);
 	int r = 0, q;
 
-	if (!w->j)
+	if (!w->j || w->behind)
 		return 0;
 	for (; w->strings < n; w->strings++) {
 		size_t len;
@@ -120,7 +153,7 @@ static int defs(struct jwrite *w, const struct tl_state *s)
 
 static int maybe_compact(struct jwrite *w, const struct tl_state *s)
 {
-	if (!w->j || tl_journal_bytes(w->j) <= w->compact_at)
+	if (!w->j || w->behind || tl_journal_bytes(w->j) <= w->compact_at)
 		return 0;
 	return jwrite_compact(w, s);
 }
@@ -147,11 +180,17 @@ int jwrite_event(struct jwrite *w, const struct tl_state *s, int64_t time_ns,
 		 const struct state_hdr *h, const uint8_t *payload)
 {
 	struct frame f;
+	int r;
 
-	if (!w->j)
+	if (w->behind || !w->j) {
+		w->unjournaled++;
 		return 0;
+	}
 	frame_event(&f, false, time_ns, h, payload);
-	return write_body(w, s, f.b, f.n);
+	r = write_body(w, s, f.b, f.n);
+	if (r < 0)
+		w->unjournaled++;
+	return r;
 }
 
 /* D for entry i, when its counts differ from what the journal says. */
@@ -174,7 +213,9 @@ int jwrite_folded(struct jwrite *w, const struct tl_state *s, const struct state
 	int r = 0;
 
 	w->aggs_dirty = true;
-	if (!w->j || !c->agg_made)
+	if (w->behind || !w->j)
+		w->unjournaled++;
+	if (!w->j || w->behind || !c->agg_made)
 		return 0;
 	if (aggs_reserve(w, s->n_aggs) < 0)
 		return -ENOMEM;
@@ -245,7 +286,7 @@ int jwrite_compact(struct jwrite *w, const struct tl_state *s)
 	struct tl_buf b;
 	int r;
 
-	if (!w->j)
+	if (!w->j || w->behind)
 		return 0;
 	tl_buf_init(&b, 0);
 	r = frame_state(s, &b);
@@ -259,17 +300,18 @@ int jwrite_compact(struct jwrite *w, const struct tl_state *s)
 	else /* not again until the journal has grown as much once more */
 		w->compact_at = tl_journal_bytes(w->j) * 2;
 	tl_buf_free(&b);
-	return r;
+	return failed(w, r);
 }
 
 int jwrite_flush(struct jwrite *w)
 {
-	return tl_journal_flush(w->j);
+	return failed(w, tl_journal_flush(w->j));
 }
 
+/* An fsync that failed may have lost written pages: behind too. */
 int jwrite_sync(struct jwrite *w)
 {
-	return tl_journal_sync(w->j);
+	return failed(w, tl_journal_sync(w->j));
 }
 
 bool jwrite_pending(const struct jwrite *w)

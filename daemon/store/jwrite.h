@@ -8,7 +8,11 @@
  * written by jwrite_flush().
  *
  * Every call returns 0 or the first -errno of its writes: the caller
- * counts it. */
+ * counts it. A failed write leaves the journal behind the timeline (the
+ * event is in memory, not on disk): nothing more is appended until
+ * jwrite_repair() has rewritten the whole journal from memory. A write
+ * that failed and was repaired lost nothing; only a journal still behind
+ * when the agent stops loses what it lacks (docs/hostile-peers.md). */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +40,12 @@ struct jwrite {
 	size_t cap_aggs;
 	bool aggs_dirty;         /* an entry changed since jwrite_aggs() */
 	uint64_t compact_at;
+	/* A write failed: the file lacks frames the timeline holds (or it
+	 * could not be opened: j is NULL). Cleared by jwrite_repair(). */
+	bool behind;
+	/* Events kept or folded while behind: what a stop loses unless
+	 * repaired first. */
+	uint64_t unjournaled;
 };
 
 /* DIR/UID.tlj, created if missing (torn tail cut off). On failure w has no
@@ -64,6 +74,11 @@ int jwrite_loss(struct jwrite *w, const struct tl_state *s);
 int jwrite_aggs(struct jwrite *w, const struct tl_state *s);
 /* Rewrites the whole journal from s (temp file, fsync, rename). */
 int jwrite_compact(struct jwrite *w, const struct tl_state *s);
+
+/* A journal behind: (re)opens DIR/UID.tlj if it has no file, then
+ * rewrites it from s (jwrite_compact). 0 (no longer behind) or -errno. */
+int jwrite_repair(struct jwrite *w, struct tl_jpool *pool, const char *dir, const char *uid,
+		  const struct tl_state *s);
 
 int jwrite_flush(struct jwrite *w);
 /* Flush, then fsync if written since the last sync. */

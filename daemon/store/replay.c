@@ -76,6 +76,7 @@ static int apply(struct replay *rp, const struct frame_rec *f)
 		return 0;
 	case FRAME_GONE:
 		state_set_gone(s, f->gone_ns);
+		state_set_close_reason(s, f->reason);
 		return 0;
 	case FRAME_GAP:
 		return state_add_gap(s, f->gap.from_ns, f->gap.to_ns);
@@ -84,6 +85,7 @@ static int apply(struct replay *rp, const struct frame_rec *f)
 			return -EINVAL;
 		if (f->term.gone)
 			state_set_gone(s, f->term.gone_ns);
+		state_set_close_reason(s, f->reason);
 		return 0;
 	default:
 		return -EINVAL;

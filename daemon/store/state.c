@@ -555,6 +555,27 @@ bool state_set_gone(struct tl_state *s, int64_t at_ns)
 	return true;
 }
 
+bool state_set_close_reason(struct tl_state *s, unsigned reason)
+{
+	if (s->close_reason || reason == STATE_CLOSE_NONE || reason >= STATE_CLOSE_REASON_MAX)
+		return false;
+	s->close_reason = (uint8_t)reason;
+	return true;
+}
+
+const char *state_close_reason_name(unsigned reason)
+{
+	static const char *const names[STATE_CLOSE_REASON_MAX] = {
+		[STATE_CLOSE_LOGS_REMOVED] = "logsRemoved",
+		[STATE_CLOSE_CGROUPS_REMOVED] = "cgroupsRemoved",
+		[STATE_CLOSE_UNKNOWN_TO_API] = "unknownToApi",
+		[STATE_CLOSE_IDLE] = "idle",
+		[STATE_CLOSE_OPEN_LIMIT] = "openLimit",
+	};
+
+	return reason < STATE_CLOSE_REASON_MAX ? names[reason] : NULL;
+}
+
 int state_add_gap(struct tl_state *s, int64_t from_ns, int64_t to_ns)
 {
 	struct state_gap *n = realloc(s->gaps, (s->n_gaps + 1) * sizeof(*n));

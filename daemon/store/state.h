@@ -141,6 +141,24 @@ struct state_gap {
 	int64_t from_ns, to_ns;
 };
 
+/* Why a timeline closed when its Pod's end was not recorded (no
+ * pod.deleted, no pod.cgroups_removed): the document's "closeReason"
+ * (docs/timeline-format.md, docs/hostile-peers.md). Journaled with the G
+ * and T frames. */
+enum state_close_reason {
+	STATE_CLOSE_NONE = 0,       /* the Pod's end was recorded (or still open) */
+	STATE_CLOSE_LOGS_REMOVED,   /* its log directory went, nothing else vouched for it */
+	STATE_CLOSE_CGROUPS_REMOVED, /* its cgroups went and the API never reported it */
+	STATE_CLOSE_UNKNOWN_TO_API, /* a Pod LIST completed without it */
+	STATE_CLOSE_IDLE,           /* nothing recorded for the idle bound, nothing vouched */
+	STATE_CLOSE_OPEN_LIMIT,     /* closed to make room at the open-timeline cap */
+	STATE_CLOSE_REASON_MAX,
+};
+
+/* The document's name of a reason, NULL for STATE_CLOSE_NONE (or out of
+ * range). */
+const char *state_close_reason_name(unsigned reason);
+
 /* The fields are read by the store's units (document, frames, queries);
  * they change only through the functions below. A snapshot (for a GET or
  * a closing document) is a state_copy() of it. */
@@ -167,6 +185,7 @@ struct tl_state {
 	size_t n_at_termination;
 	bool gone;           /* the Pod is gone (pod.deleted, or known otherwise) */
 	int64_t gone_ns;
+	uint8_t close_reason; /* enum state_close_reason */
 	int64_t deletion_ns; /* first pod.deletion_requested kept, 0 = none */
 	size_t recent[STATE_AGG_RECENT]; /* aggregate indices, a ring */
 	size_t n_recent;
@@ -233,6 +252,9 @@ bool state_set_meta(struct tl_state *s, const struct tl_pod_meta *meta);
 /* The Pod is gone at at_ns (known other than by an event). false when it
  * was already. */
 bool state_set_gone(struct tl_state *s, int64_t at_ns);
+/* Why it closes (enum state_close_reason): the first reason said stays;
+ * an unknown value is ignored. true when it changed. */
+bool state_set_close_reason(struct tl_state *s, unsigned reason);
 int state_add_gap(struct tl_state *s, int64_t from_ns, int64_t to_ns);
 /* Each counter becomes the larger of the two. */
 void state_max_loss(struct tl_state *s, const struct state_loss *l);

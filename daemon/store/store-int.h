@@ -29,6 +29,15 @@
 #define STORE_MAX_READERS 16
 #define STORE_READ_CHUNK (64u * 1024)
 #define STORE_NS_PER_S 1000000000LL
+/* Timelines closing to make room at the cap at once: the larger of this
+ * and a quarter of max_open. Past it, new Pods are refused again (a disk
+ * that fails every close, or a burst of new Pods within one loop
+ * iteration, must not let the timelines in memory grow past max_open +
+ * this). */
+#define STORE_EVICT_INFLIGHT_MIN 64
+/* A journal behind (a failed write) is rewritten from memory after 1 s,
+ * then at doubling intervals up to this while it keeps failing. */
+#define STORE_REPAIR_MAX_MS (30 * 1000)
 
 /* A timeline's phase. A closed timeline is freed: its UID is then in the
  * closed index. */
@@ -51,6 +60,12 @@ struct timeline {
 	uint64_t late;             /* events and metadata that came while CLOSING */
 	struct jwrite jw;
 	bool write_warned;
+	/* The store's clock (tl_timelines.now_ms) at the last event or
+	 * metadata: the idle close and the choice at the cap. */
+	uint64_t active_ms;
+	bool evicting;            /* closing to make room at the cap */
+	uint64_t repair_at_ms;    /* jw behind: when the repair is tried next */
+	uint64_t repair_delay_ms;
 };
 
 static inline struct timeline *tl_of(struct index_node *n)
@@ -61,6 +76,8 @@ static inline struct timeline *tl_of(struct index_node *n)
 struct store_metrics {
 	struct tl_metric *open, *closed, *refused, *journal, *journal_fds, *disk, *disk_errors, *late,
 		*duplicate;
+	/* termline_timelines_evicted_total{reason}, by enum state_close_reason */
+	struct tl_metric *evicted[STATE_CLOSE_REASON_MAX];
 };
 
 struct tl_timelines {
@@ -93,6 +110,15 @@ struct tl_timelines {
 	struct tl_fsworker *fsw;
 	unsigned n_readers;
 	uint64_t refused;
-	bool refused_warned;
+	bool refused_warned, evict_warned;
+	/* The idle close (idle_ms 0: never) and who vouches for a Pod. */
+	uint64_t idle_ms;
+	bool (*vouched)(void *ud, const char *uid);
+	void *vouched_ud;
+	struct tl_timer *idle_timer;
+	/* Monotonic ms, sampled at each fsync tick and timer: an event's
+	 * activity time without a clock read per event. */
+	uint64_t now_ms;
+	unsigned n_evicting; /* timelines with evicting set */
 	struct store_metrics m;
 };

@@ -22,6 +22,14 @@
 #include "store-int.h"
 #include "macro.h"
 
+_Static_assert((int)TL_CLOSE_LOGS_REMOVED == STATE_CLOSE_LOGS_REMOVED &&
+		       (int)TL_CLOSE_CGROUPS_REMOVED == STATE_CLOSE_CGROUPS_REMOVED &&
+		       (int)TL_CLOSE_UNKNOWN_TO_API == STATE_CLOSE_UNKNOWN_TO_API &&
+		       (int)TL_CLOSE_IDLE == STATE_CLOSE_IDLE &&
+		       (int)TL_CLOSE_OPEN_LIMIT == STATE_CLOSE_OPEN_LIMIT &&
+		       STATE_CLOSE_OPEN_LIMIT + 1 == STATE_CLOSE_REASON_MAX,
+	       "timeline.h's close reasons are state.h's");
+
 static void flush_deferred(struct tl_loop *loop, void *userdata);
 static void close_timer_cb(struct tl_loop *loop, struct tl_timer *timer, void *userdata);
 static void close_done(void *ud, const struct close_result *res);
@@ -66,22 +74,63 @@ static struct timeline *find_open(struct tl_timelines *t, const char *uid)
 
 /* ---- disk errors and the journal ---- */
 
+/* A failed write, fsync or rename: counted in termline_disk_errors_total.
+ * Not in the timeline's loss: the timeline is in memory, and a write that
+ * is retried and succeeds loses nothing. What is lost is counted where it
+ * is lost: records a replay cannot read back (replay_count_bad). A journal
+ * left behind by a failure is rewritten from memory (repair_journal). */
 static void note_disk_error(struct timeline *tl)
 {
 	tl_metric_inc(tl->store->m.disk_errors, 1);
-	tl->s.loss.disk++;
 }
 
-/* A journal call's result: a failure is counted (and said once). */
+static void schedule_repair(struct timeline *tl)
+{
+	if (tl->repair_delay_ms)
+		return; /* already scheduled */
+	tl->repair_delay_ms = 1000;
+	tl->repair_at_ms = tl->store->now_ms + tl->repair_delay_ms;
+}
+
+/* A journal call's result: a failure is counted (and said once), and the
+ * journal, behind the timeline from then on, is repaired later. */
 static void journal_result(struct timeline *tl, int r)
 {
 	if (r >= 0)
 		return;
 	note_disk_error(tl);
+	if (tl->jw.behind)
+		schedule_repair(tl);
 	if (!tl->write_warned) {
-		tl_warn("journal of pod %s: %s", tl->s.uid, strerror(-r));
+		tl_warn("journal of pod %s: %s (rewritten from memory once writable)", tl->s.uid,
+			strerror(-r));
 		tl->write_warned = true;
 	}
+}
+
+/* The journal rewritten whole from memory: what the failed writes left
+ * out is on disk again, and nothing was lost. force: now, whatever the
+ * backoff (shutdown). */
+static void repair_journal(struct timeline *tl, bool force)
+{
+	struct tl_timelines *t = tl->store;
+	int r;
+
+	if (!tl->jw.behind || (!force && t->now_ms < tl->repair_at_ms))
+		return;
+	r = jwrite_repair(&tl->jw, t->jpool, t->journal_dir, tl->s.uid, &tl->s);
+	if (r == 0) {
+		tl->repair_delay_ms = 0;
+		if (tl->write_warned)
+			tl_info("journal of pod %s rewritten: nothing lost", tl->s.uid);
+		tl->write_warned = false;
+		return;
+	}
+	note_disk_error(tl);
+	tl->repair_delay_ms = tl->repair_delay_ms ? tl->repair_delay_ms * 2 : 1000;
+	if (tl->repair_delay_ms > STORE_REPAIR_MAX_MS)
+		tl->repair_delay_ms = STORE_REPAIR_MAX_MS;
+	tl->repair_at_ms = t->now_ms + tl->repair_delay_ms;
 }
 
 /* The journals are written once the loop is done with this iteration (a
@@ -133,6 +182,7 @@ static struct timeline *timeline_alloc(struct tl_timelines *t, const char *uid)
 	}
 	tl->store = t;
 	tl->phase = TL_PHASE_OPEN;
+	tl->active_ms = t->now_ms;
 	tl->node.uid = tl->s.uid;
 	index_add(&t->open, &tl->node);
 	tl_metric_put(t->m.open, (int64_t)t->open.n);
@@ -246,6 +296,8 @@ static void timeline_phase(struct timeline *tl, enum tl_phase to, uint64_t delay
 		break;
 	case TL_PHASE_CLOSED:
 		tl_metric_inc(t->m.closed, 1);
+		if (tl->evicting)
+			t->n_evicting--;
 		tl_metric_inc(t->m.late, tl->late);
 		index_remove(&t->open, &tl->node);
 		tl_metric_put(t->m.open, (int64_t)t->open.n);
@@ -270,7 +322,6 @@ static void close_failed(struct timeline *tl, int err)
 		tl->write_warned = true;
 	}
 	note_disk_error(tl);
-	journal_result(tl, jwrite_loss(&tl->jw, &tl->s));
 	if (retry_ms < 1000)
 		retry_ms = 1000;
 	if (retry_ms > STORE_CLOSE_RETRY_MAX_MS)
@@ -397,6 +448,75 @@ static void timeline_gone(struct timeline *tl)
 		timeline_phase(tl, TL_PHASE_LINGER, (uint64_t)tl->store->linger_s * 1000);
 }
 
+/* The Pod is gone for reason (no event says so): journaled, counted, and
+ * the linger starts. false when it had ended already. */
+static bool timeline_end(struct timeline *tl, unsigned reason)
+{
+	struct frame f;
+	int64_t now;
+
+	if (tl->s.gone || tl->phase != TL_PHASE_OPEN)
+		return false;
+	now = tl_now_real_ns();
+	state_set_gone(&tl->s, now);
+	state_set_close_reason(&tl->s, reason);
+	frame_gone(&f, now, tl->s.close_reason);
+	journal_frame(tl, &f);
+	tl_metric_inc(tl->store->m.evicted[reason], 1);
+	timeline_gone(tl);
+	return true;
+}
+
+/* At the cap: the timeline least recently active closes now, without its
+ * linger, to make room (one whose Pod is gone already first). false when
+ * none can (every one closing already, or too many such closes in
+ * progress). */
+static bool evict_one(struct tl_timelines *t)
+{
+	struct timeline *victim = NULL;
+	bool victim_gone = false;
+
+	if (t->n_evicting >= STORE_EVICT_INFLIGHT_MIN && t->n_evicting >= t->max_open / 4)
+		return false;
+	for (struct index_node *n = index_next(&t->open, NULL); n; n = index_next(&t->open, n)) {
+		struct timeline *tl = tl_of(n);
+		bool gone = tl->phase == TL_PHASE_LINGER;
+
+		if (tl->evicting || (tl->phase != TL_PHASE_OPEN && !gone))
+			continue;
+		if (!victim || (gone && !victim_gone) ||
+		    (gone == victim_gone && tl->active_ms < victim->active_ms)) {
+			victim = tl;
+			victim_gone = gone;
+		}
+	}
+	if (!victim)
+		return false;
+	victim->evicting = true;
+	t->n_evicting++;
+	if (!victim_gone) {
+		timeline_end(victim, STATE_CLOSE_OPEN_LIMIT);
+	} else if (state_set_close_reason(&victim->s, STATE_CLOSE_OPEN_LIMIT)) {
+		/* its end was recorded, its linger is cut short: said too */
+		struct frame f;
+
+		frame_gone(&f, victim->s.gone_ns, victim->s.close_reason);
+		journal_frame(victim, &f);
+		tl_metric_inc(t->m.evicted[STATE_CLOSE_OPEN_LIMIT], 1);
+	}
+	if (!t->evict_warned) {
+		tl_warn("timelines: %u open, the maximum; the least recently active (pod %s) closes "
+			"to make room (termline_timelines_evicted_total)",
+			t->max_open, victim->s.uid);
+		t->evict_warned = true;
+	}
+	/* Its close starts on the next loop iteration, not its linger: not
+	 * now, as the caller may be inside a source's callback (an access-log
+	 * record being read) that the close's before_close would re-enter. */
+	timeline_phase(victim, TL_PHASE_LINGER, 1);
+	return true;
+}
+
 /* Shutdown: give the documents being written close_wait_ms to finish.
  * The worker's jobs finish first (their callbacks may close timelines);
  * from then on the file-system calls run inline. */
@@ -480,8 +600,11 @@ static int replay_one(void *ud, const char *uid, bool legacy, int64_t mtime_ns)
 	if (!tl)
 		return -ENOMEM;
 	r = replay_journal(t->journal_dir, uid, legacy, &tl->s, &bad);
-	if (r < 0)
+	if (r < 0) {
+		/* the file could not be read at all: what it held is lost */
 		note_disk_error(tl);
+		tl->s.loss.disk++;
+	}
 	journal_result(tl, jwrite_open(&tl->jw, t->jpool, t->journal_dir, uid));
 	/* Records that could not be read back are lost events: count each
 	 * once. A torn tail (cut off by the open just now) is gone from the
@@ -490,6 +613,13 @@ static int replay_one(void *ud, const char *uid, bool legacy, int64_t mtime_ns)
 	fresh = replay_count_bad(&tl->s, bad, torn, legacy);
 	tl_metric_inc(t->m.disk_errors, fresh);
 	journal_result(tl, jwrite_synced(&tl->jw, &tl->s));
+	/* The previous run stopped with the journal behind its timeline (a
+	 * write failed and no rewrite made it whole): what it lacked is
+	 * lost. Counted once: the rewrite clears the mark. */
+	if (!legacy && (st.st_mode & 0777) == TL_JOURNAL_MODE_BEHIND) {
+		tl->s.loss.disk++;
+		journal_result(tl, jwrite_compact(&tl->jw, &tl->s));
+	}
 	if (legacy) {
 		/* Upgraded: the timeline is rewritten in the binary form and
 		 * the old file goes (docs/journal-format.md). */
@@ -543,15 +673,16 @@ static void fsync_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unus
 	struct tl_timelines *t = userdata;
 	int64_t start = mono_ns();
 
+	t->now_ms = tl_now_mono_ms();
 	for (size_t k = 0; k < INDEX_BUCKETS; k++) {
 		size_t b = (t->fsync_next + k) % INDEX_BUCKETS;
 
 		for (struct index_node *n = t->open.buckets[b]; n; n = n->next) {
 			struct timeline *tl = tl_of(n);
 
+			repair_journal(tl, false);
 			journal_result(tl, jwrite_loss(&tl->jw, &tl->s));
-			if (jwrite_sync(&tl->jw) < 0)
-				note_disk_error(tl);
+			journal_result(tl, jwrite_sync(&tl->jw));
 			/* A close timer that could not be created: retry here. */
 			if (tl->phase == TL_PHASE_LINGER && !tl->close_timer)
 				arm_close(tl, 1);
@@ -568,6 +699,31 @@ static void retention_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _
 			 void *userdata)
 {
 	tl_timelines_retention_run(userdata);
+}
+
+static void idle_cb(struct tl_loop *loop _unused_, struct tl_timer *timer _unused_, void *userdata)
+{
+	tl_timelines_idle_run(userdata);
+}
+
+int tl_timelines_idle_run(struct tl_timelines *t)
+{
+	int n = 0;
+
+	t->now_ms = tl_now_mono_ms();
+	if (!t->idle_ms)
+		return 0;
+	for (struct index_node *x = index_next(&t->open, NULL); x; x = index_next(&t->open, x)) {
+		struct timeline *tl = tl_of(x);
+
+		if (tl->phase != TL_PHASE_OPEN || tl->s.gone || t->now_ms - tl->active_ms < t->idle_ms)
+			continue;
+		if (t->vouched && t->vouched(t->vouched_ud, tl->s.uid))
+			continue;
+		/* timeline_end() starts a linger: the index is not changed */
+		n += timeline_end(tl, STATE_CLOSE_IDLE);
+	}
+	return n;
 }
 
 /* ---- public ---- */
@@ -594,6 +750,13 @@ static void register_metrics(struct store_metrics *m)
 	 * payload: a relist, a re-read log): counted, so no drop is silent. */
 	m->duplicate = tl_metric_new("termline_timeline_duplicate_events_total", NULL, TL_METRIC_COUNTER,
 				     "Events dropped as exact repeats of one already recorded.");
+	for (unsigned r = STATE_CLOSE_NONE + 1; r < STATE_CLOSE_REASON_MAX; r++) {
+		char labels[64];
+
+		snprintf(labels, sizeof(labels), "reason=\"%s\"", state_close_reason_name(r));
+		m->evicted[r] = tl_metric_new("termline_timelines_evicted_total", labels, TL_METRIC_COUNTER,
+					      "Timelines closed though their Pod's end was not recorded, by why (docs/hostile-peers.md).");
+	}
 }
 
 static char *dup_or_empty(const char *s)
@@ -672,6 +835,10 @@ int tl_timelines_new(const struct tl_timelines_config *cfg, struct tl_loop *loop
 	t->linger_s = cfg->linger_s;
 	t->max_events = cfg->max_events ? cfg->max_events : STORE_DEFAULT_MAX_EVENTS;
 	t->max_open = cfg->max_open ? cfg->max_open : STORE_DEFAULT_MAX_OPEN;
+	t->idle_ms = (uint64_t)cfg->idle_close_s * 1000;
+	t->vouched = cfg->vouched;
+	t->vouched_ud = cfg->vouched_ud;
+	t->now_ms = tl_now_mono_ms();
 	t->fsync_ms = cfg->fsync_ms ? cfg->fsync_ms : STORE_DEFAULT_FSYNC_MS;
 	t->retention_bytes = cfg->retention_bytes;
 	t->retention_hours = cfg->retention_hours;
@@ -708,6 +875,12 @@ int tl_timelines_new(const struct tl_timelines_config *cfg, struct tl_loop *loop
 	r = r ?: tl_loop_add_timer(loop, t->fsync_ms, t->fsync_ms, fsync_cb, t, &t->fsync_timer);
 	r = r ?: tl_loop_add_timer(loop, STORE_RETENTION_PERIOD_MS, STORE_RETENTION_PERIOD_MS,
 				   retention_cb, t, &t->retention_timer);
+	if (r == 0 && t->idle_ms) {
+		uint64_t every = t->idle_ms / 4;
+
+		every = every < 1000 ? 1000 : every > 60000 ? 60000 : every;
+		r = tl_loop_add_timer(loop, every, every, idle_cb, t, &t->idle_timer);
+	}
 	if (r < 0)
 		goto fail;
 	tl_timelines_retention_run(t);
@@ -728,12 +901,16 @@ int tl_timelines_flush(struct tl_timelines *t)
 		struct timeline *tl = tl_of(n);
 		int q;
 
+		repair_journal(tl, true);
+		if (tl->jw.behind && tl->jw.unjournaled)
+			tl_warn("journal of pod %s: %llu events not on disk: lost if the agent stops now",
+				tl->s.uid, (unsigned long long)tl->jw.unjournaled);
 		if (tl->jw.aggs_dirty)
 			journal_result(tl, jwrite_aggs(&tl->jw, &tl->s));
 		journal_result(tl, jwrite_loss(&tl->jw, &tl->s));
 		q = jwrite_sync(&tl->jw);
 		if (q < 0) {
-			note_disk_error(tl);
+			journal_result(tl, q);
 			if (r == 0)
 				r = q;
 		}
@@ -759,6 +936,7 @@ void tl_timelines_free(struct tl_timelines *t)
 	closed_free(&t->closed);
 	tl_timer_free(t->fsync_timer);
 	tl_timer_free(t->retention_timer);
+	tl_timer_free(t->idle_timer);
 	tl_timer_free(t->flush_timer);
 	tl_loop_cancel_defer(t->loop, flush_deferred, t);
 	tl_jpool_free(t->jpool);
@@ -838,7 +1016,7 @@ static int get_or_open(struct tl_timelines *t, const char *uid, struct timeline 
 	}
 	/* Memory and disk per Pod are bounded; the number of Pods must be
 	 * too (a node has ~110; a flood of UIDs is refused and counted). */
-	if (t->open.n >= t->max_open) {
+	if (t->open.n - t->n_evicting >= t->max_open && !evict_one(t)) {
 		t->refused++;
 		tl_metric_inc(t->m.refused, 1);
 		if (!t->refused_warned) {
@@ -865,6 +1043,7 @@ int tl_timelines_add(struct tl_timelines *t, const struct tl_event *ev)
 		return 0;
 	if (r < 0)
 		return r;
+	tl->active_ms = t->now_ms;
 	if (tl->phase == TL_PHASE_CLOSING)
 		tl->late++;
 	r = state_pack(&tl->s, ev, &h, payload);
@@ -905,6 +1084,7 @@ int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, const str
 		return 0;
 	if (r < 0)
 		return r;
+	tl->active_ms = t->now_ms;
 	if (tl->phase == TL_PHASE_CLOSING)
 		tl->late++;
 	if (!state_set_meta(&tl->s, meta))
@@ -916,25 +1096,34 @@ int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, const str
 }
 
 int tl_timelines_close_missing(struct tl_timelines *t, bool (*exists)(void *ud, const char *uid),
-			       void *ud)
+			       void *ud, int64_t before_ns, enum tl_close_reason reason)
 {
 	int n = 0;
 
+	if ((unsigned)reason <= STATE_CLOSE_NONE || (unsigned)reason >= STATE_CLOSE_REASON_MAX)
+		return -EINVAL;
+
 	for (struct index_node *x = index_next(&t->open, NULL); x; x = index_next(&t->open, x)) {
 		struct timeline *tl = tl_of(x);
-		struct frame f;
-		int64_t now;
 
-		if (tl->s.gone || exists(ud, tl->s.uid))
+		/* opened after the LIST began: it may be a Pod the LIST
+		 * did not see yet */
+		if (tl->s.gone || (before_ns && tl->s.opened_ns >= before_ns) ||
+		    exists(ud, tl->s.uid))
 			continue;
-		now = tl_now_real_ns();
-		state_set_gone(&tl->s, now);
-		frame_gone(&f, now);
-		journal_frame(tl, &f);
-		timeline_gone(tl);
-		n++;
+		n += timeline_end(tl, (unsigned)reason);
 	}
 	return n;
+}
+
+int tl_timelines_end(struct tl_timelines *t, const char *uid, enum tl_close_reason reason)
+{
+	struct timeline *tl;
+
+	if ((unsigned)reason <= STATE_CLOSE_NONE || (unsigned)reason >= STATE_CLOSE_REASON_MAX)
+		return -EINVAL;
+	tl = uid ? find_open(t, uid) : NULL;
+	return tl && timeline_end(tl, (unsigned)reason) ? 1 : 0;
 }
 
 void tl_timelines_note_kernel_loss(struct tl_timelines *t, uint64_t dropped)

@@ -39,7 +39,28 @@
  * written) as open. Events and metadata that arrive meanwhile are recorded
  * and journaled as usual: once the document is on disk they are counted
  * as late, like events after a close; if the write fails they are in the
- * timeline, whose close is retried. */
+ * timeline, whose close is retried.
+ *
+ * Every way a timeline opens has a way to close (docs/architecture.md,
+ * "Closing"): pod.deleted (or, without the API, the Pod's last container
+ * cgroup removed); tl_timelines_end() for what the caller learns
+ * otherwise (its log directory or its cgroups gone, nothing else
+ * vouching for it); tl_timelines_close_missing() after a Pod LIST; the
+ * idle close (idle_close_s without an event, and no source vouches for
+ * the Pod); and at max_open, the least recently active timeline closes to
+ * make room for a new Pod. Those closes say why in the document
+ * ("closeReason"), and are counted in
+ * termline_timelines_evicted_total{reason}. */
+
+/* Why a timeline closes when its Pod's end was not recorded: the
+ * document's closeReason (docs/timeline-format.md). */
+enum tl_close_reason {
+	TL_CLOSE_LOGS_REMOVED = 1,  /* "logsRemoved" */
+	TL_CLOSE_CGROUPS_REMOVED,   /* "cgroupsRemoved" */
+	TL_CLOSE_UNKNOWN_TO_API,    /* "unknownToApi" */
+	TL_CLOSE_IDLE,              /* "idle" */
+	TL_CLOSE_OPEN_LIMIT,        /* "openLimit" */
+};
 
 /* Provenance written into every document ("recorder"). Strings are copied. */
 struct tl_recorder {
@@ -75,9 +96,21 @@ struct tl_timelines_config {
 	uint32_t retention_hours; /* 0 = unlimited */
 	uint32_t fsync_ms;        /* journal fsync batching; 0 = default 200. Each tick
 				   * syncs for at most 5 ms, the rest at the next. */
-	uint32_t max_open;        /* open timelines at most; 0 = default 1024. Past it,
-				   * new Pods are refused and counted
+	uint32_t max_open;        /* open timelines at most; 0 = default 1024. At it,
+				   * the least recently active one is closed for a
+				   * new Pod (closeReason "openLimit"); with 64 such
+				   * closes (or a quarter of max_open, if more) still
+				   * in progress, new Pods are refused and counted
 				   * (termline_timelines_refused_total). */
+	/* A timeline with neither event nor metadata for this long, whose
+	 * Pod vouched() does not vouch for, is closed (closeReason "idle").
+	 * 0: never. Checked every quarter of it (1 s to 60 s). */
+	uint32_t idle_close_s;
+	/* Whether some source still vouches for the Pod (its cgroups, its
+	 * log directory, the API): a Pod vouched for is not closed idle.
+	 * NULL: none vouches. */
+	bool (*vouched)(void *ud, const char *uid);
+	void *vouched_ud;
 	uint32_t journal_fds;     /* journal files held open at once; 0 = default 128 */
 	struct tl_recorder recorder;
 	/* tl_timelines_free() finishes documents still being written for at
@@ -138,12 +171,22 @@ int tl_timelines_add(struct tl_timelines *t, const struct tl_event *ev);
  * differs, and is then journaled. The store keeps a reference: meta must
  * not be changed afterwards. */
 int tl_timelines_set_pod_meta(struct tl_timelines *t, const char *uid, const struct tl_pod_meta *meta);
-/* After the agent restarted, a Pod deleted while it was down never sends
- * pod.deleted. Call this once the first Pod LIST has synced: every open
- * timeline without a deletion whose UID exists() denies starts its linger
- * (no event is invented; the document shows the gap). Returns how many. */
+/* A Pod LIST completed (started at before_ns, realtime; 0: any time):
+ * every open timeline without a deletion, opened before it, whose UID
+ * exists() denies starts its linger with that closeReason (no event is
+ * invented; the document shows the gap). With the API, after each LIST
+ * (TL_CLOSE_UNKNOWN_TO_API): after a restart the Pods deleted while the
+ * agent was down, at any time a Pod the API never reported (a cgroup or
+ * log directory of no Pod). Without it, at the start, the replayed
+ * timelines whose Pods have neither cgroups nor a log directory left
+ * (TL_CLOSE_CGROUPS_REMOVED). Returns how many. */
 int tl_timelines_close_missing(struct tl_timelines *t, bool (*exists)(void *ud, const char *uid),
-			       void *ud);
+			       void *ud, int64_t before_ns, enum tl_close_reason reason);
+/* The Pod of uid is gone as far as the caller knows (its log directory,
+ * its cgroups: reason): its open timeline starts its linger with that
+ * closeReason. 1 when it did, 0 when no open timeline of uid had not
+ * ended yet, -EINVAL for a reason out of range. */
+int tl_timelines_end(struct tl_timelines *t, const char *uid, enum tl_close_reason reason);
 /* The document of uid was exported (or can never be): it waits no more.
  * 0 or -ENOENT (no such closed document, or removed by retention). */
 int tl_timelines_exported(struct tl_timelines *t, const char *uid);
@@ -211,5 +254,8 @@ void tl_doc_reader_free(struct tl_doc_reader *r); /* accepts NULL */
 size_t tl_timelines_open_count(const struct tl_timelines *t);
 /* Pods refused since start because max_open timelines were open. */
 uint64_t tl_timelines_refused(const struct tl_timelines *t);
+/* Runs the idle close now (also on its timer): how many timelines it
+ * ended. */
+int tl_timelines_idle_run(struct tl_timelines *t);
 /* Heap bytes held by open timelines (bench-timeline's figure). */
 size_t tl_timelines_memory(const struct tl_timelines *t);

@@ -264,6 +264,125 @@ static void symlinked_dirs(bool openat2)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
+static char gone[8][64];
+static int ngone;
+
+static void on_gone(void *ud, const char *uid)
+{
+	(void)ud;
+	ck_assert_int_lt(ngone, 8);
+	snprintf(gone[ngone++], sizeof(gone[0]), "%s", uid);
+}
+
+static void rm_rf(const char *rel)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s'", root, rel);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The store's "log directory gone" close path: told once per Pod, when
+ * its last file goes (a restart's 1.log beside 0.log keeps it), after
+ * what the files held was read. */
+START_TEST(test_pod_gone_told_once)
+{
+	struct tl_pod_logs_config cfg = { .root = root, .container = "istio-proxy",
+					  .on_pod_gone = on_gone };
+	struct tl_pod_logs *p;
+
+	ngone = 0;
+	ck_assert_int_eq(tl_pod_logs_new(&cfg, NULL, on_rec, NULL, &p), 0);
+	mkdirs(NEW, "istio-proxy");
+	mkdirs(OLD, "istio-proxy");
+	append(NEW, "istio-proxy", "0.log", LINE("n0"));
+	append(NEW, "istio-proxy", "1.log", LINE("n1"));
+	append(OLD, "istio-proxy", "0.log", LINE("o0"));
+	ck_assert_int_eq(tl_pod_logs_poll(p), 3);
+	rm_rf(NEW "/istio-proxy/0.log");
+	ck_assert_int_eq(tl_pod_logs_poll(p), 0);
+	ck_assert_int_eq(ngone, 0); /* 1.log is still read */
+	append(NEW, "istio-proxy", "1.log", LINE("last words"));
+	rm_rf(NEW);
+	/* what it held before it went is read (the descriptor is still open) */
+	ck_assert_int_eq(tl_pod_logs_poll(p), 1);
+	ck_assert_str_eq(seen[nseen - 1], "last words");
+	ck_assert_int_eq(ngone, 1);
+	ck_assert_str_eq(gone[0], "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee");
+	ck_assert(!tl_pod_logs_has_pod(p, gone[0]));
+	ck_assert(tl_pod_logs_has_pod(p, "11111111-2222-3333-4444-555555555555"));
+	ck_assert_int_eq(tl_pod_logs_poll(p), 0);
+	ck_assert_int_eq(ngone, 1);
+	tl_pod_logs_free(p);
+}
+END_TEST
+
+static void run_for(struct tl_loop *loop, int ms)
+{
+	uint64_t end = tl_now_mono_ms() + (uint64_t)ms;
+
+	while (tl_now_mono_ms() < end)
+		tl_loop_run_once(loop, 10);
+}
+
+/* On the loop, nothing walks the whole tree while inotify watches it: an
+ * idle tree of Pods costs no walk (the per-tick cost is the reads), a new
+ * Pod directory is read alone as inotify names it, and so is one that
+ * goes (its last records read, the store told). */
+START_TEST(test_rescan_only_on_change)
+{
+	struct tl_pod_logs_config cfg = { .root = root, .container = "istio-proxy", .rescan_ms = 20,
+					  .on_pod_gone = on_gone };
+	struct tl_pod_logs_stats st0, st1;
+	struct tl_pod_logs *p;
+	struct tl_loop *loop;
+	char name[128];
+
+	for (int i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "default_pod-%d_0000%04d-bbbb-cccc-dddd-eeeeeeeeeeee", i, i);
+		mkdirs(name, "istio-proxy");
+		append(name, "istio-proxy", "0.log", LINE("old"));
+	}
+	ngone = 0;
+	ck_assert_int_eq(tl_loop_new(&loop), 0);
+	ck_assert_int_eq(tl_pod_logs_new(&cfg, loop, on_rec, NULL, &p), 0);
+	tl_pod_logs_stats(p, &st0);
+	ck_assert_uint_eq(st0.files, 50);
+	run_for(loop, 300); /* 15 ticks */
+	tl_pod_logs_stats(p, &st1);
+	ck_assert_uint_eq(st1.rescans, st0.rescans);
+	/* appends are read without a walk */
+	append("default_pod-7_00000007-bbbb-cccc-dddd-eeeeeeeeeeee", "istio-proxy", "0.log", LINE("appended"));
+	run_for(loop, 100);
+	ck_assert_int_eq(nseen, 1);
+	ck_assert_str_eq(seen[0], "appended");
+	tl_pod_logs_stats(p, &st1);
+	ck_assert_uint_eq(st1.rescans, st0.rescans);
+	/* a new Pod: found without a walk */
+	mkdirs(NEW, "istio-proxy");
+	append(NEW, "istio-proxy", "0.log", LINE("new pod"));
+	run_for(loop, 200);
+	ck_assert_int_eq(nseen, 2);
+	ck_assert_str_eq(seen[1], "new pod");
+	tl_pod_logs_stats(p, &st1);
+	ck_assert_uint_eq(st1.rescans, st0.rescans);
+	ck_assert_uint_eq(st1.files, 51);
+	/* and one that goes: its last line read, told once, without a walk */
+	append(NEW, "istio-proxy", "0.log", LINE("last"));
+	rm_rf(NEW);
+	run_for(loop, 200);
+	ck_assert_int_eq(nseen, 3);
+	ck_assert_str_eq(seen[2], "last");
+	ck_assert_int_eq(ngone, 1);
+	ck_assert_str_eq(gone[0], "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee");
+	tl_pod_logs_stats(p, &st1);
+	ck_assert_uint_eq(st1.rescans, st0.rescans);
+	ck_assert_uint_eq(st1.files, 50);
+	tl_pod_logs_free(p);
+	tl_loop_free(loop);
+}
+END_TEST
+
 START_TEST(test_symlinked_dirs)
 {
 	symlinked_dirs(true);
@@ -285,6 +404,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_tail);
 	tcase_add_test(tc, test_missing_root_and_limits);
 	tcase_add_test(tc, test_symlinked_dirs);
+	tcase_add_test(tc, test_pod_gone_told_once);
+	tcase_add_test(tc, test_rescan_only_on_change);
 	tcase_add_test(tc, test_symlinked_dirs_without_openat2);
 	suite_add_tcase(s, tc);
 	return s;

@@ -487,6 +487,34 @@ START_TEST(test_range_edges)
 }
 END_TEST
 
+/* The bounds on timelines that never close (docs/hostile-peers.md): their
+ * defaults, as flags and as config keys, and their ranges. */
+START_TEST(test_timeline_close_options)
+{
+	struct tl_options o = {0};
+
+	ck_assert_int_eq(parse(&o, ARGV0), 0);
+	ck_assert_uint_eq(o.max_open_timelines, 1024);
+	ck_assert_uint_eq(o.timeline_idle_close_s, 900);
+	tl_options_free(&o);
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(parse(&o, ARGV("--max-open-timelines", "64", "--timeline-idle-close", "0")), 0);
+	ck_assert_uint_eq(o.max_open_timelines, 64);
+	ck_assert_uint_eq(o.timeline_idle_close_s, 0);
+	tl_options_free(&o);
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(parse_file(&o, "max-open-timelines: 2048\ntimeline-idle-close: 3600\n"), 0);
+	ck_assert_str_eq(err, "");
+	ck_assert_uint_eq(o.max_open_timelines, 2048);
+	ck_assert_uint_eq(o.timeline_idle_close_s, 3600);
+	tl_options_free(&o);
+	expect_fail(ARGV("--max-open-timelines", "0"));
+	ck_assert_ptr_nonnull(strstr(err, "'0' is out of range (1..1000000 timelines)"));
+	expect_fail(ARGV("--timeline-idle-close", "604801"));
+	ck_assert_ptr_nonnull(strstr(err, "'604801' is out of range (0..604800 seconds)"));
+}
+END_TEST
+
 START_TEST(test_unknown_key_line)
 {
 	const char *path =
@@ -984,6 +1012,7 @@ static Suite *options_suite(void)
 			    sizeof(bad_values) / sizeof(bad_values[0]));
 	tcase_add_loop_test(tc, test_good_listen, 0, sizeof(good_listen) / sizeof(good_listen[0]));
 	tcase_add_test(tc, test_range_edges);
+	tcase_add_test(tc, test_timeline_close_options);
 	tcase_add_test(tc, test_unknown_key_line);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_file_too_big);

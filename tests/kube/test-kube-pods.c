@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "kube-pods.h"
 #include "macro.h"
 #include "metrics.h"
@@ -158,6 +159,51 @@ START_TEST(test_relist_emits_gap_once)
 	r2[0] = pod(UID1, DELETING, READY_F, TERM0, RUNNING);
 	list(r2, 1, false);
 	ck_assert_uint_eq(json_object_array_length(events), 4);
+}
+END_TEST
+
+static int n_listed;
+static int64_t listed_at;
+static size_t events_when_listed;
+
+static void on_listed(void *ud _unused_, int64_t started_ns)
+{
+	n_listed++;
+	listed_at = started_ns;
+	events_when_listed = json_object_array_length(events);
+}
+
+/* Every completed Pod LIST (the first and each relist) is told, with when
+ * it began and after the Pods it lacks were reported deleted: the store
+ * closes the timelines of UIDs it does not hold (docs/hostile-peers.md). */
+START_TEST(test_pods_listed_told_after_each_list)
+{
+	struct tl_kpods_callbacks cb = { .pods_listed = on_listed };
+	struct json_object *l[2] = { pod(UID1, "", READY_T, RUNNING, RUNNING),
+				     pod(UID2, "", READY_T, RUNNING, RUNNING) };
+	struct json_object *r1[1];
+	int64_t before = tl_now_real_ns(), mid;
+
+	n_listed = 0;
+	tl_kpods_set_callbacks(m, &cb);
+	json_object_object_add(json_object_object_get(l[1], "metadata"), "name",
+			       json_object_new_string("web-2"));
+	list(l, 2, true);
+	ck_assert_int_eq(n_listed, 1);
+	ck_assert_int_ge(listed_at, before);
+	ck_assert_int_le(listed_at, tl_now_real_ns());
+	mid = tl_now_real_ns();
+	r1[0] = pod(UID1, "", READY_T, RUNNING, RUNNING);
+	list(r1, 1, false);
+	ck_assert_int_eq(n_listed, 2);
+	ck_assert_int_ge(listed_at, mid);
+	/* UID2's pod.deleted came first */
+	ck_assert_uint_eq(events_when_listed, json_object_array_length(events));
+	ck_assert_str_eq(ev_str(events_when_listed - 1, "type"), "pod.deleted");
+	ck_assert_str_eq(ev_str(events_when_listed - 1, "podUid"), UID2);
+	/* a watch event is no LIST */
+	apply("MODIFIED", pod(UID1, "", READY_F, RUNNING, RUNNING));
+	ck_assert_int_eq(n_listed, 2);
 }
 END_TEST
 
@@ -619,6 +665,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_termination_sequence_once);
 	tcase_add_test(tc, test_relist_emits_gap_once);
+	tcase_add_test(tc, test_pods_listed_told_after_each_list);
 	tcase_add_test(tc, test_new_pod_during_watch_reports_conditions);
 	tcase_add_test(tc, test_lookups_and_meta);
 	tcase_add_test(tc, test_endpoints);

@@ -81,7 +81,7 @@ static int run(const char *state, bool again)
 			r = scn_add(t, UID, kinds[i % 6], T0 + (int64_t)i * (SCN_S / 50));
 		r = r ?: scn_add(t, UID_GONE, "process.exec", T0);
 		/* the second Pod is gone while nobody listened (G) */
-		if (r == 0 && tl_timelines_close_missing(t, only_main, NULL) != 1)
+		if (r == 0 && tl_timelines_close_missing(t, only_main, NULL, 0, TL_CLOSE_UNKNOWN_TO_API) != 1)
 			r = -1;
 	} else {
 		/* after a restart (P, L), a termination */

@@ -297,9 +297,16 @@ START_TEST(test_frames_round_trip)
 	decode_ok(f.b, f.n, &r);
 	ck_assert_mem_eq(&r.loss, &loss, sizeof(loss));
 
-	frame_gone(&f, T0 + 7);
+	frame_gone(&f, T0 + 7, 0);
 	decode_ok(f.b, f.n, &r);
 	ck_assert_int_eq(r.gone_ns, T0 + 7);
+	ck_assert_uint_eq(r.reason, STATE_CLOSE_NONE);
+	/* with a close reason: one byte more; a reader before it (time only)
+	 * reads the same time */
+	frame_gone(&f, T0 + 7, STATE_CLOSE_IDLE);
+	decode_ok(f.b, f.n, &r);
+	ck_assert_int_eq(r.gone_ns, T0 + 7);
+	ck_assert_uint_eq(r.reason, STATE_CLOSE_IDLE);
 
 	frame_gap(&f, &gap);
 	decode_ok(f.b, f.n, &r);
@@ -326,6 +333,16 @@ START_TEST(test_frames_round_trip)
 	ck_assert(r.term.terminating && r.term.gone);
 	ck_assert_uint_eq(r.term.at, 1);
 	ck_assert_int_eq(r.term.gone_ns, T0 + 11);
+	ck_assert_uint_eq(r.reason, STATE_CLOSE_NONE);
+	ck_assert(state_set_close_reason(&s, STATE_CLOSE_OPEN_LIMIT));
+	ck_assert(!state_set_close_reason(&s, STATE_CLOSE_IDLE)); /* the first one stays */
+	ck_assert(!state_set_close_reason(&s, STATE_CLOSE_REASON_MAX));
+	frame_term(&f, &s);
+	decode_ok(f.b, f.n, &r);
+	ck_assert_int_eq(r.term.gone_ns, T0 + 11);
+	ck_assert_uint_eq(r.reason, STATE_CLOSE_OPEN_LIMIT);
+	ck_assert_str_eq(state_close_reason_name(r.reason), "openLimit");
+	ck_assert_ptr_null(state_close_reason_name(STATE_CLOSE_NONE));
 	state_release(&s);
 }
 END_TEST

@@ -1031,7 +1031,7 @@ START_TEST(test_close_missing_after_restart)
 	ck_assert_int_eq(scn_add(f.t, UID_B, "process.exec", t0), 0);
 	tl_timelines_free(f.t);
 	fx_store(&f);
-	ck_assert_int_eq(tl_timelines_close_missing(f.t, only_b_exists, NULL), 1);
+	ck_assert_int_eq(tl_timelines_close_missing(f.t, only_b_exists, NULL, 0, TL_CLOSE_UNKNOWN_TO_API), 1);
 	PATHF(path, "%s/timelines/shop/web-a_%s.json", f.dir, UID_A);
 	PATHF(jpath, "%s/journal/%s.tlj", f.dir, UID_A);
 	ck_assert(scn_run_until(f.loop, file_appears, &w));
@@ -1041,6 +1041,7 @@ START_TEST(test_close_missing_after_restart)
 	ck_assert_uint_eq(jlen(doc, "events"), 13);
 	ck_assert(!jbool(doc, "complete"));
 	ck_assert_int_eq(jint(doc, "loss.agentRestarts"), 1);
+	ck_assert_str_eq(jstr(doc, "closeReason"), "unknownToApi");
 	json_object_put(doc);
 	ck_assert_int_eq(scn_validate(path), 0);
 	fx_done(&f);
@@ -1132,16 +1133,17 @@ START_TEST(test_unwritable_directory)
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
 	/* Still recording and serving. */
 	ck_assert_int_eq(scn_add(f.t, UID_B, "process.exec", tl_now_real_ns()), 0);
+	/* A write that is retried is no loss: nothing is missing. */
 	doc = get_doc(f.t, "shop", "web-a", NULL);
-	ck_assert(!jbool(doc, "complete"));
-	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
+	ck_assert(jbool(doc, "complete"));
+	ck_assert_int_eq(jint(doc, "loss.diskErrors"), 0);
 	json_object_put(doc);
 
 	ck_assert_int_eq(unlink(blocker), 0);
 	PATHF(path, "%s/timelines/shop/web-a_%s.json", f.dir, UID_A);
 	doc = wait_doc(&f, &w);
-	ck_assert(!jbool(doc, "complete"));
-	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
+	ck_assert(jbool(doc, "complete"));
+	ck_assert_int_eq(jint(doc, "loss.diskErrors"), 0);
 	ck_assert_uint_eq(jlen(doc, "events"), 14);
 	json_object_put(doc);
 	ck_assert_int_eq(scn_validate(path), 0);
@@ -1149,19 +1151,66 @@ START_TEST(test_unwritable_directory)
 }
 END_TEST
 
+static void fill_fs(const char *path)
+{
+	char buf[4096];
+	int fd = open(path, O_CREAT | O_WRONLY | O_APPEND, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	memset(buf, 'x', sizeof(buf));
+	while (write(fd, buf, sizeof(buf)) > 0)
+		;
+	/* what a page cannot hold, a byte may */
+	while (write(fd, buf, 1) > 0)
+		;
+	close(fd);
+}
+
+static unsigned file_mode(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	return st.st_mode & 0777;
+}
+
+struct mode_wait {
+	const char *path;
+	unsigned mode;
+};
+
+static bool mode_is(void *ud)
+{
+	struct mode_wait *m = ud;
+	struct stat st;
+
+	return stat(m->path, &st) == 0 && (st.st_mode & 0777) == m->mode;
+}
+
+static bool only_a_exists(void *ud _unused_, const char *uid)
+{
+	return strcmp(uid, UID_A) == 0;
+}
+
 /* A really full filesystem (tmpfs of a few pages, in a private mount
  * namespace): journal appends and the close fail with ENOSPC; nothing
- * crashes, the errors are counted, and after space is freed the document
- * is written. Needs root; outside CI a non-root run only checks nothing. */
+ * crashes and the errors are counted. Once space returns:
+ * - a timeline whose writes were retried and succeeded lost nothing: its
+ *   document is complete, loss.diskErrors 0;
+ * - a journal left behind by failed appends is rewritten from memory
+ *   (its mark goes): a restart then replays every event;
+ * - a journal still behind when the agent stops (the disk full to the
+ *   end) lost events for real: the document after the restart says so
+ *   (loss.diskErrors, complete false).
+ * Needs root; outside CI a non-root run only checks nothing. */
 START_TEST(test_disk_full_tmpfs)
 {
 	struct fx f;
-	char state[PATH_MAX], fill[PATH_MAX], path[PATH_MAX];
+	char state[PATH_MAX], fill[PATH_MAX], path[PATH_MAX], jc[PATH_MAX], jb[PATH_MAX];
 	struct wait_file w = { path, NULL };
+	struct mode_wait mw;
 	struct json_object *doc;
-	int64_t errs0;
-	char buf[4096];
-	int fd;
+	int64_t errs0, t0 = tl_now_real_ns() - 200 * SCN_S;
 
 	if (geteuid() != 0) {
 		const char *ci = getenv("CI");
@@ -1178,30 +1227,77 @@ START_TEST(test_disk_full_tmpfs)
 	PATHF(state, "%s/state", f.dir);
 	ck_assert_int_eq(tl_loop_new(&f.loop), 0);
 	f.cfg = (struct tl_timelines_config){ .state_dir = state, .linger_s = 1, .fsync_ms = 50,
+					      .findings_helper = "",
 					      .recorder = { .node = "node-1", .probes = probes } };
 	fx_store(&f);
 	set_meta(f.t, "shop", "web-a", UID_A);
-	ck_assert_int_eq(scn_add(f.t, UID_A, "process.exec", tl_now_real_ns() - 200 * SCN_S), 0);
-	/* Fill the filesystem. */
+	set_meta(f.t, "shop", "web-c", UID_C);
+	ck_assert_int_eq(scn_add(f.t, UID_A, "process.exec", t0), 0);
+	ck_assert_int_eq(scn_add(f.t, UID_C, "process.exec", t0), 0);
+	ck_assert_int_eq(tl_timelines_flush(f.t), 0);
+	PATHF(jc, "%s/journal/%s.tlj", state, UID_C);
+	ck_assert_uint_eq(file_mode(jc), 0600);
 	PATHF(fill, "%s/filler", f.dir);
-	fd = open(fill, O_CREAT | O_WRONLY, 0644);
-	ck_assert_int_ge(fd, 0);
-	memset(buf, 'x', sizeof(buf));
-	while (write(fd, buf, sizeof(buf)) > 0)
-		;
-	close(fd);
+	fill_fs(fill);
 	errs0 = tl_metric_get("termline_disk_errors_total", NULL);
-	/* Binary frames are small: these may still fit the journal's last
-	 * page; the close's document cannot. */
-	ck_assert_int_eq(scn_termination(f.t, UID_A, tl_now_real_ns() - 100 * SCN_S, true), 14);
-	ck_assert(scn_run_until(f.loop, disk_error_seen, &errs0)); /* the close failed too */
-	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
+	/* C's journal cannot take its new events (a frame per event, synced
+	 * every 50 ms); A's close cannot write its document. */
+	for (int i = 1; i <= 300; i++)
+		ck_assert_int_eq(scn_add(f.t, UID_C, "process.exec", t0 + i * SCN_S / 100), 0);
+	ck_assert_int_eq(scn_termination(f.t, UID_A, t0 + 100 * SCN_S, true), 14);
+	ck_assert(scn_run_until(f.loop, disk_error_seen, &errs0));
+	mw = (struct mode_wait){ jc, TL_JOURNAL_MODE_BEHIND };
+	ck_assert(scn_run_until(f.loop, mode_is, &mw)); /* C's journal is marked behind */
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 2);
 	ck_assert_int_eq(unlink(fill), 0);
+
+	/* retried until written: nothing lost */
 	PATHF(path, "%s/timelines/shop/web-a_%s.json", state, UID_A);
 	doc = wait_doc(&f, &w);
-	ck_assert(!jbool(doc, "complete"));
-	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
+	ck_assert(jbool(doc, "complete"));
+	ck_assert_int_eq(jint(doc, "loss.diskErrors"), 0);
 	ck_assert_uint_eq(jlen(doc, "events"), 15);
+	json_object_put(doc);
+	ck_assert_int_eq(scn_validate(path), 0);
+	/* C's journal rewritten from memory: unmarked, and a restart finds
+	 * every event (lost: none; the restart itself is counted) */
+	mw = (struct mode_wait){ jc, 0600 };
+	ck_assert(scn_run_until(f.loop, mode_is, &mw));
+	tl_timelines_free(f.t);
+	fx_store(&f);
+	doc = get_doc(f.t, "shop", "web-c", UID_C);
+	ck_assert_uint_eq(jlen(doc, "events"), 301);
+	ck_assert_int_eq(jint(doc, "loss.diskErrors"), 0);
+	ck_assert_int_eq(jint(doc, "loss.agentRestarts"), 1);
+	json_object_put(doc);
+
+	/* B's events never reach its journal, and the agent stops with the
+	 * disk still full: they are lost, and B's document says so. */
+	set_meta(f.t, "shop", "web-b", UID_B);
+	ck_assert_int_eq(tl_timelines_flush(f.t), 0);
+	PATHF(jb, "%s/journal/%s.tlj", state, UID_B);
+	fill_fs(fill);
+	errs0 = tl_metric_get("termline_disk_errors_total", NULL);
+	for (int i = 0; i < 300; i++)
+		ck_assert_int_eq(scn_add(f.t, UID_B, "process.exec", t0 + i * SCN_S / 100), 0);
+	ck_assert(scn_run_until(f.loop, disk_error_seen, &errs0));
+	mw = (struct mode_wait){ jb, TL_JOURNAL_MODE_BEHIND };
+	ck_assert(scn_run_until(f.loop, mode_is, &mw));
+	doc = get_doc(f.t, "shop", "web-b", UID_B);
+	ck_assert_uint_eq(jlen(doc, "events"), 300); /* in memory, all of them */
+	ck_assert(jbool(doc, "complete"));
+	json_object_put(doc);
+	tl_timelines_free(f.t);
+	ck_assert_int_eq(unlink(fill), 0);
+	fx_store(&f);
+	ck_assert_uint_eq(file_mode(jb), 0600); /* counted once: the mark is gone */
+	ck_assert_int_eq(tl_timelines_close_missing(f.t, only_a_exists, NULL, 0, TL_CLOSE_UNKNOWN_TO_API), 2);
+	PATHF(path, "%s/timelines/shop/web-b_%s.json", state, UID_B);
+	doc = wait_doc(&f, &w);
+	ck_assert(!jbool(doc, "complete"));
+	ck_assert_int_eq(jint(doc, "loss.diskErrors"), 1);
+	ck_assert_uint_lt(jlen(doc, "events"), 300);
+	ck_assert_str_eq(jstr(doc, "closeReason"), "unknownToApi");
 	json_object_put(doc);
 	ck_assert_int_eq(scn_validate(path), 0);
 	tl_timelines_free(f.t);
@@ -1303,8 +1399,8 @@ START_TEST(test_commit_off_loop_failure_reported)
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
 	ck_assert(file_exists(jpath));
 	doc = get_doc(f.t, "shop", "web-commit", NULL);
-	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
-	ck_assert(!jbool(doc, "complete"));
+	ck_assert_int_eq(jint(doc, "loss.diskErrors"), 0);
+	ck_assert(jbool(doc, "complete"));
 	json_object_put(doc);
 	/* no temp file left behind by the failed commit */
 	PATHF(inside, "%s/timelines/shop", f.dir);
@@ -1315,7 +1411,8 @@ START_TEST(test_commit_off_loop_failure_reported)
 	ck_assert_int_eq(rmdir(path), 0);
 	doc = wait_doc(&f, &w);
 	ck_assert_uint_eq(jlen(doc, "events"), 14);
-	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
+	ck_assert_int_eq(jint(doc, "loss.diskErrors"), 0);
+	ck_assert(jbool(doc, "complete"));
 	json_object_put(doc);
 	ck_assert(scn_run_until(f.loop, none_open, f.t));
 	ck_assert(!file_exists(jpath));
@@ -1460,7 +1557,7 @@ START_TEST(test_writer_disk_error_retried)
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
 	doc = get_doc(f.t, "shop", "web-a", NULL);
 	ck_assert_uint_eq(jlen(doc, "events"), 15);
-	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
+	ck_assert_int_eq(jint(doc, "loss.diskErrors"), 0);
 	ck_assert_int_eq(jint(doc, "loss.kernelEventsDropped"), 7);
 	ck_assert(!jbool(doc, "complete"));
 	json_object_put(doc);
@@ -1469,7 +1566,7 @@ START_TEST(test_writer_disk_error_retried)
 	doc = wait_doc(&f, &w);
 	ck_assert_uint_eq(jlen(doc, "events"), 15);
 	ck_assert_str_eq(jstr(doc, "events.14.type"), "tcp.reset_sent");
-	ck_assert_int_ge(jint(doc, "loss.diskErrors"), 1);
+	ck_assert_int_eq(jint(doc, "loss.diskErrors"), 0);
 	ck_assert_int_eq(jint(doc, "loss.kernelEventsDropped"), 7);
 	json_object_put(doc);
 	ck_assert_int_eq(scn_validate(path), 0);
@@ -1940,31 +2037,232 @@ static size_t fds_under(const char *dir)
 
 /* Item 4 (store side): open timelines are capped, the refused counted;
  * journals do not hold a descriptor each. */
+static void cap_uid(char *buf, size_t len, int i)
+{
+	snprintf(buf, len, "0b6a1c2e-0000-4000-8000-%012d", i);
+}
+
+static const char *doc_reason(struct fx *f, const char *uid, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	struct json_object *doc, *v = NULL;
+
+	PATHF(path, "%s/timelines/_unknown/%s.json", f->dir, uid);
+	doc = json_object_from_file(path);
+	if (!doc)
+		return NULL;
+	if (json_object_object_get_ex(doc, "closeReason", &v))
+		snprintf(buf, len, "%s", json_object_get_string(v));
+	else
+		snprintf(buf, len, "-");
+	json_object_put(doc);
+	return buf;
+}
+
+static bool journals_are_20(void *ud)
+{
+	return count_entries(ud) == 20;
+}
+
+static bool open_is(void *ud)
+{
+	struct fx *f = ud;
+
+	return tl_timelines_open_count(f->t) == f->cfg.max_open;
+}
+
+/* At the cap, a new Pod is recorded: the least recently active timeline
+ * closes to make room (closeReason "openLimit", counted), not the new Pod
+ * refused. Only when 64 such closes are in progress at once is a Pod
+ * refused (the bound on timelines in memory: max_open + 64). */
 START_TEST(test_open_timelines_capped)
 {
 	struct fx f;
-	char uid[64], jdir[PATH_MAX];
+	char uid[64], jdir[PATH_MAX], why[32];
 	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
 	int64_t refused0 = tl_metric_get("termline_timelines_refused_total", NULL);
+	int64_t evicted0 = tl_metric_get("termline_timelines_evicted_total", "reason=\"openLimit\"");
 
 	fx_prepare(&f, 30, 0);
 	f.cfg.max_open = 20;
 	f.cfg.journal_fds = 4;
+	f.cfg.findings_helper = "";
 	fx_store(&f);
-	for (int i = 0; i < 30; i++) {
-		snprintf(uid, sizeof(uid), "0b6a1c2e-0000-4000-8000-%012d", i);
-		ck_assert_int_eq(scn_add(f.t, uid, "process.exec", t0 + i), i < 20 ? 0 : -ENOSPC);
+	/* each one a few ms after the one before (the store's clock moves
+	 * at its ticks: tl_timelines_idle_run is one) */
+	for (int i = 0; i < 20; i++) {
+		cap_uid(uid, sizeof(uid), i);
+		ck_assert_int_eq(scn_add(f.t, uid, "process.exec", t0 + i), 0);
+		usleep(3000);
+		tl_timelines_idle_run(f.t);
 	}
-	ck_assert_uint_eq(tl_timelines_open_count(f.t), 20);
-	ck_assert_uint_eq(tl_timelines_refused(f.t), 10);
-	ck_assert_int_eq(tl_metric_get("termline_timelines_refused_total", NULL), refused0 + 10);
+	/* the first five are active again: the next five are the least
+	 * recently active */
+	for (int i = 0; i < 5; i++) {
+		cap_uid(uid, sizeof(uid), i);
+		ck_assert_int_eq(scn_add(f.t, uid, "process.exec", t0 + 100 + i), 0);
+	}
+	for (int i = 20; i < 25; i++) {
+		cap_uid(uid, sizeof(uid), i);
+		ck_assert_int_eq(scn_add(f.t, uid, "process.exec", t0 + i), 0);
+	}
+	ck_assert_uint_eq(tl_timelines_refused(f.t), 0);
+	ck_assert_int_eq(tl_metric_get("termline_timelines_refused_total", NULL), refused0);
+	ck_assert_int_eq(tl_metric_get("termline_timelines_evicted_total", "reason=\"openLimit\""),
+			 evicted0 + 5);
+	ck_assert(scn_run_until(f.loop, open_is, &f));
+	for (int i = 0; i < 25; i++) {
+		const char *r;
+
+		cap_uid(uid, sizeof(uid), i);
+		r = doc_reason(&f, uid, why, sizeof(why));
+		if (i >= 5 && i < 10)
+			ck_assert_msg(r && strcmp(r, "openLimit") == 0, "%d: %s", i, r ? r : "no document");
+		else
+			ck_assert_msg(!r, "%d closed", i);
+	}
 	PATHF(jdir, "%s/journal", f.dir);
-	ck_assert_uint_eq(count_entries(jdir), 20);
+	ck_assert(scn_run_until(f.loop, journals_are_20, jdir)); /* removed off the loop */
 	ck_assert_uint_le(fds_under(jdir), 4);
 	/* every journal still has what it was given */
 	tl_timelines_free(f.t);
 	fx_store(&f);
 	ck_assert_uint_eq(tl_timelines_open_count(f.t), 20);
+	fx_done(&f);
+}
+END_TEST
+
+/* Closes to make room that cannot finish (the loop does not run) are
+ * bounded: past 64 in progress, the next new Pod is refused and counted. */
+START_TEST(test_open_limit_evictions_bounded)
+{
+	struct fx f;
+	char uid[64];
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+	int64_t refused0 = tl_metric_get("termline_timelines_refused_total", NULL);
+
+	fx_prepare(&f, 30, 0);
+	f.cfg.max_open = 2;
+	f.cfg.findings_helper = "";
+	fx_store(&f);
+	for (int i = 0; i < 2 + 64; i++) {
+		cap_uid(uid, sizeof(uid), i);
+		ck_assert_int_eq(scn_add(f.t, uid, "process.exec", t0 + i), 0);
+	}
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 66);
+	cap_uid(uid, sizeof(uid), 66);
+	ck_assert_int_eq(scn_add(f.t, uid, "process.exec", t0), -ENOSPC);
+	ck_assert_uint_eq(tl_timelines_refused(f.t), 1);
+	ck_assert_int_eq(tl_metric_get("termline_timelines_refused_total", NULL), refused0 + 1);
+	/* once they are written, there is room again */
+	f.cfg.max_open = 2;
+	ck_assert(scn_run_until(f.loop, open_is, &f));
+	ck_assert_int_eq(scn_add(f.t, uid, "process.exec", t0), 0);
+	fx_done(&f);
+}
+END_TEST
+
+static bool vouch_for_a(void *ud _unused_, const char *uid)
+{
+	return strcmp(uid, UID_A) == 0;
+}
+
+static bool closed_n(void *ud)
+{
+	struct fx *f = ud;
+
+	return tl_timelines_open_count(f->t) == 1;
+}
+
+/* Idle timelines: with nothing recorded for the bound and nothing
+ * vouching for the Pod, the timeline closes (closeReason "idle"); one a
+ * source vouches for stays open however long it is quiet; a closed one
+ * says why, is complete (nothing was lost), and survives a restart
+ * with its reason. */
+START_TEST(test_idle_close)
+{
+	struct fx f;
+	char path[PATH_MAX], why[32];
+	struct wait_file w = { path, NULL };
+	struct json_object *doc;
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S;
+	int64_t idle0 = tl_metric_get("termline_timelines_evicted_total", "reason=\"idle\"");
+
+	fx_prepare(&f, 0, 0);
+	f.cfg.idle_close_s = 1;
+	f.cfg.vouched = vouch_for_a;
+	f.cfg.findings_helper = "";
+	fx_store(&f);
+	ck_assert_int_eq(scn_add(f.t, UID_A, "process.exec", t0), 0);
+	ck_assert_int_eq(scn_add(f.t, UID_B, "process.exec", t0), 0);
+	ck_assert_int_eq(scn_add(f.t, UID_B, "process.exit", t0 + SCN_S), 0);
+	/* not before the bound */
+	ck_assert_int_eq(tl_timelines_idle_run(f.t), 0);
+	PATHF(path, "%s/timelines/_unknown/%s.json", f.dir, UID_B);
+	doc = wait_doc(&f, &w);
+	ck_assert_str_eq(jstr(doc, "closeReason"), "idle");
+	ck_assert(jbool(doc, "complete"));
+	ck_assert_uint_eq(jlen(doc, "events"), 2);
+	json_object_put(doc);
+	ck_assert_int_eq(scn_validate(path), 0);
+	ck_assert(scn_run_until(f.loop, closed_n, &f));
+	ck_assert_int_eq(tl_metric_get("termline_timelines_evicted_total", "reason=\"idle\""), idle0 + 1);
+	/* A, vouched for, is still open after more than the bound */
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
+	ck_assert_int_eq(tl_timelines_idle_run(f.t), 0);
+	ck_assert_ptr_null(doc_reason(&f, UID_A, why, sizeof(why)));
+	/* events for the closed one are late, not a new timeline */
+	ck_assert_int_eq(scn_add(f.t, UID_B, "process.exec", t0 + 2 * SCN_S), 0);
+	ck_assert_uint_eq(tl_timelines_open_count(f.t), 1);
+	fx_done(&f);
+}
+END_TEST
+
+/* The close paths the caller drives: tl_timelines_end() with a reason
+ * (log directory gone, cgroups gone) and tl_timelines_close_missing()
+ * after a LIST, which spares a timeline opened after the LIST began. A
+ * reason given before a restart is still the document's after it. */
+START_TEST(test_end_reasons_survive_restart)
+{
+	struct fx f;
+	char path[PATH_MAX], why[32];
+	struct wait_file w = { path, NULL };
+	struct json_object *doc;
+	int64_t t0 = tl_now_real_ns() - 100 * SCN_S, list_ns;
+
+	fx_prepare(&f, 30, 0);
+	f.cfg.findings_helper = "";
+	fx_store(&f);
+	ck_assert_int_eq(scn_add(f.t, UID_A, "process.exec", t0), 0);
+	ck_assert_int_eq(scn_add(f.t, UID_B, "process.exec", t0), 0);
+	ck_assert_int_eq(tl_timelines_end(f.t, UID_A, TL_CLOSE_LOGS_REMOVED), 1);
+	ck_assert_int_eq(tl_timelines_end(f.t, UID_A, TL_CLOSE_IDLE), 0); /* ended already */
+	ck_assert_int_eq(tl_timelines_end(f.t, UID_C, TL_CLOSE_IDLE), 0); /* not open */
+	ck_assert_int_eq(tl_timelines_end(f.t, UID_B, 0), -EINVAL);
+	/* served while it lingers, with why it will close */
+	doc = get_doc(f.t, "_unknown", UID_A, NULL);
+	ck_assert_str_eq(jstr(doc, "closeReason"), "logsRemoved");
+	json_object_put(doc);
+	list_ns = tl_now_real_ns();
+	usleep(2000);
+	ck_assert_int_eq(scn_add(f.t, UID_C, "process.exec", t0), 0); /* opened after the LIST began */
+	ck_assert_int_eq(tl_timelines_close_missing(f.t, vouch_for_a, NULL, list_ns, TL_CLOSE_UNKNOWN_TO_API), 1); /* B */
+	tl_timelines_free(f.t);
+	/* the restart: each keeps its reason and closes */
+	f.cfg.linger_s = 0;
+	fx_store(&f);
+	PATHF(path, "%s/timelines/_unknown/%s.json", f.dir, UID_A);
+	doc = wait_doc(&f, &w);
+	ck_assert_str_eq(jstr(doc, "closeReason"), "logsRemoved");
+	ck_assert_int_eq(jint(doc, "loss.agentRestarts"), 1);
+	json_object_put(doc);
+	ck_assert_int_eq(scn_validate(path), 0);
+	PATHF(path, "%s/timelines/_unknown/%s.json", f.dir, UID_B);
+	doc = wait_doc(&f, &w);
+	ck_assert_str_eq(jstr(doc, "closeReason"), "unknownToApi");
+	json_object_put(doc);
+	ck_assert(scn_run_until(f.loop, closed_n, &f));
+	ck_assert_ptr_null(doc_reason(&f, UID_C, why, sizeof(why)));
 	fx_done(&f);
 }
 END_TEST
@@ -2148,6 +2446,9 @@ static Suite *timeline_suite(void)
 	tcase_add_test(tc, test_dot_names_kept);
 	tcase_add_test(tc, test_retention_nothing_closed);
 	tcase_add_test(tc, test_open_timelines_capped);
+	tcase_add_test(tc, test_open_limit_evictions_bounded);
+	tcase_add_test(tc, test_idle_close);
+	tcase_add_test(tc, test_end_reasons_survive_restart);
 	tcase_add_test(tc, test_journal_compacted_over_a_long_life);
 	tcase_add_test(tc, test_journal_folded_as_aggregates);
 	tcase_add_test(tc, test_doc_readers_bounded_and_stable);
