@@ -813,17 +813,20 @@ START_TEST(test_render_escapes)
 	ck_assert_int_eq(tl_options_render(&o, &text), 0);
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	/* one line per setting but --config and --node: 31 with
-	 * --access-log-format and --metrics-max-workloads */
-	ck_assert_int_eq(lines, 31);
+	/* one line per setting but --config and --node: 33 with
+	 * --access-log-format, --metrics-max-workloads, --max-open-timelines
+	 * and --timeline-idle-close */
+	ck_assert_int_eq(lines, 33);
 	ck_assert_ptr_nonnull(strstr(text, "state-dir=/a\\x0alinger=1\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nmax-open-timelines=1024\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\ntimeline-idle-close=900\n"));
 	/* their defaults: no format of the operator's, 500 workloads */
 	ck_assert_ptr_nonnull(strstr(text, "\naccess-log-format=\n"));
 	ck_assert_ptr_nonnull(strstr(text, "\nmetrics-max-workloads=500\n"));
 	free(text);
 	tl_options_free(&o);
 
-	/* the formats on one line, each escaped, joined by a bar; still 31 lines */
+	/* the formats on one line, each escaped, joined by a bar; still 33 lines */
 	lines = 0;
 	ck_assert_int_eq(parse(&o, ARGV("--access-log-format", "%RESPONSE_CODE%\nlinger=1",
 					"--access-log-format", "%REQ(X-REQUEST-ID)% %DURATION%",
@@ -832,7 +835,7 @@ START_TEST(test_render_escapes)
 	ck_assert_int_eq(tl_options_render(&o, &text), 0);
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	ck_assert_int_eq(lines, 31);
+	ck_assert_int_eq(lines, 33);
 	ck_assert_ptr_nonnull(strstr(
 	    text, "\naccess-log-format=%RESPONSE_CODE%\\x0alinger=1|%REQ(X-REQUEST-ID)% %DURATION%\n"));
 	ck_assert_ptr_nonnull(strstr(text, "\nmetrics-max-workloads=7\n"));
