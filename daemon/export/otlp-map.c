@@ -792,7 +792,7 @@ static int request_span(struct mapper *x, size_t idx, struct json_object *ev, in
 	}
 	/* Server spans: 5xx is an error, 4xx the client's (HTTP semantic
 	 * conventions); a client span's 4xx is its own. */
-	failed = req ? req->failed : status == 0 || status >= 500;
+	failed = req ? req->failed : tl_http_event_failed(ev);
 	error_status = failed || status >= (inbound ? 500 : 400);
 	if (status >= (inbound ? 500 : 400)) {
 		snprintf(code, sizeof(code), "%d", (int)status);

@@ -9,6 +9,7 @@
  * free() calls. */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "macro.h"
 #include "mem.h"
 #include "state.h"
+#include "findings-model.h"
 
 /* ---- the record arena ---- */
 
@@ -372,13 +374,20 @@ static bool starts_termination(const struct tl_event *ev)
 	return tl_event_get_i(ev, TL_F_SIG_SIGNO, &signo) && (signo == SIGTERM || signo == SIGKILL);
 }
 
+/* The findings' one rule (tl_http_failed): a proxy's failure flag, a
+ * non-OK gRPC status over HTTP 200, no response, a 5xx, an error. */
 static bool http_failed(const struct tl_event *ev)
 {
-	int64_t status;
+	int64_t status = 0, grpc = -1;
 
-	if (ev->kind != TL_KIND_HTTP_REQUEST || !tl_event_get_i(ev, TL_F_HTTP_STATUS, &status))
+	if (ev->kind != TL_KIND_HTTP_REQUEST)
 		return false;
-	return status == 0 || status >= 500;
+	if (!tl_event_get_i(ev, TL_F_HTTP_STATUS, &status) || status < 0 || status >= 1000)
+		status = 0;
+	if (!tl_event_get_i(ev, TL_F_HTTP_GRPC_STATUS, &grpc) || grpc < 0 || grpc > INT32_MAX)
+		grpc = -1;
+	return tl_http_failed((int)status, (int)grpc, tl_event_get_s(ev, TL_F_HTTP_RESPONSE_FLAGS),
+			      tl_event_get_s(ev, TL_F_HTTP_ERROR));
 }
 
 int state_admit(struct tl_state *s, const struct tl_event *ev, const struct state_hdr *h,

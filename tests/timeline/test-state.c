@@ -54,6 +54,24 @@ static enum state_outcome outcome(struct tl_state *s, const char *type, int64_t 
 	return a.c.outcome;
 }
 
+/* An http.request at t with this status and gRPC status (-1: none), no
+ * proxy flag, admitted; its outcome. */
+static enum state_outcome admit_http(struct tl_state *s, int64_t t, int status, int grpc)
+{
+	struct tl_event ev;
+	struct admitted a;
+
+	ck_assert_int_eq(scn_event(&ev, UID, "http.request", t), 0);
+	ck_assert_int_eq(tl_event_set_i(&ev, TL_F_HTTP_STATUS, status), 0);
+	ck_assert_int_eq(tl_event_set_text(&ev, TL_F_HTTP_RESPONSE_FLAGS, "-"), 0);
+	if (grpc >= 0)
+		ck_assert_int_eq(tl_event_set_i(&ev, TL_F_HTTP_GRPC_STATUS, grpc), 0);
+	ck_assert_int_eq(state_pack(s, &ev, &a.h, a.payload), 0);
+	ck_assert_int_eq(state_admit(s, &ev, &a.h, a.payload, &a.c), 0);
+	tl_event_clear(&ev);
+	return a.c.outcome;
+}
+
 static const char *type_at(const struct tl_state *s, size_t i)
 {
 	static struct tl_event ev;
@@ -137,6 +155,26 @@ START_TEST(test_admit_folds_past_the_budget)
 	ck_assert_uint_eq(s.loss.aggregated, 3);
 	ck_assert(!state_complete(&s));
 	ck_assert_str_eq(type_at(&s, 1), "events.aggregated"); /* at its second's start */
+	state_release(&s);
+}
+END_TEST
+
+/* Requests folded past the budget count as failed by the findings' one
+ * rule: a gRPC call with a non-OK status over HTTP 200 failed, an OK one
+ * and a plain 200 did not, a 503 did. */
+START_TEST(test_folded_failures_by_the_findings_rule)
+{
+	struct tl_state s;
+
+	ck_assert_int_eq(state_init(&s, UID, 1, T0, T0), 0);
+	ck_assert_int_eq(admit_http(&s, T0, 200, -1), STATE_KEPT);
+	ck_assert_int_eq(admit_http(&s, T0 + 1000000, 200, 14), STATE_FOLDED);
+	ck_assert_int_eq(admit_http(&s, T0 + 2000000, 200, 0), STATE_FOLDED);
+	ck_assert_int_eq(admit_http(&s, T0 + 3000000, 200, -1), STATE_FOLDED);
+	ck_assert_int_eq(admit_http(&s, T0 + 4000000, 503, -1), STATE_FOLDED);
+	ck_assert_uint_eq(s.n_aggs, 1);
+	ck_assert_uint_eq(s.aggs[0].count, 4);
+	ck_assert_uint_eq(s.aggs[0].failed, 2);
 	state_release(&s);
 }
 END_TEST
@@ -699,6 +737,7 @@ static Suite *state_suite(void)
 
 	tcase_add_test(tc, test_admit_orders_and_reports_duplicates);
 	tcase_add_test(tc, test_admit_folds_past_the_budget);
+	tcase_add_test(tc, test_folded_failures_by_the_findings_rule);
 	tcase_add_test(tc, test_admit_reports_retired_entry);
 	tcase_add_test(tc, test_admit_termination_and_gone);
 	tcase_add_test(tc, test_cgroups_removed_ends_only_without_meta);
