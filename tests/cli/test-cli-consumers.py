@@ -339,7 +339,7 @@ def t_svg(cli, cl, want, rows, work):
         else:
             said = f"stopped {offset(t_rm - w['last'])[1:]} before the removal"
         lab = [t for t in joined if t.startswith(f"\u25c0 {name} ")]
-        assert lab == [f"\u25c0 {name} {said}: {len(w['failed'])} of {w['all']} failed"], (lab, said, w["all"])
+        assert lab == [f"\u25c0 {name} {said}; {len(w['failed'])} of its {w['all']} requests failed"], (lab, said, w["all"])
     # the ingress controller stopped before the removal; the others did not
     assert want[INGRESS]["last_rm"] is None and None not in [want[n]["last_rm"] for n in (GATEWAY, PROBER, NODE)]
     # each of a consumer's requests twice, on the container's lane and on
@@ -442,7 +442,7 @@ def t_log_twice(cli, cl, rows, work):
     assert got == rows, (got, rows)
     svg = run(cli, "render", POD, *src, "-o", "svg").stdout
     labels = [t for t, _ in svg_texts(svg)[1] if t.startswith("\u25c0 mesh/api-gateway-0 ")]
-    assert labels == ["\u25c0 mesh/api-gateway-0 kept sending 1.941 s after the removal: 41 of 43 failed"], labels
+    assert labels == ["\u25c0 mesh/api-gateway-0 kept sending 1.941 s after the removal; 41 of its 43 requests failed"], labels
     print(f"ok every request also in the access log: the same table, {len(logs)} requests counted once")
 
 

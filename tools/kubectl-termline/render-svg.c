@@ -692,13 +692,13 @@ static void consumer_lanes(struct pic *p, struct json_object *evs)
 		if (!last)
 			continue;
 		if (last_rm)
-			snprintf(text, sizeof(text), "%s kept sending %s after the removal: %zu of %zu failed",
+			snprintf(text, sizeof(text), "%s kept sending %s after the removal; %zu of its %zu requests failed",
 				 p->lanes[l].name, fmt_secs(d, last_rm - m->removed_ns), failed, req);
 		else if (m->removed_ns)
-			snprintf(text, sizeof(text), "%s stopped %s before the removal: %zu of %zu failed",
+			snprintf(text, sizeof(text), "%s stopped %s before the removal; %zu of its %zu requests failed",
 				 p->lanes[l].name, fmt_secs(d, m->removed_ns - last), failed, req);
 		else
-			snprintf(text, sizeof(text), "%s: %zu of %zu failed", p->lanes[l].name,
+			snprintf(text, sizeof(text), "%s: %zu of its %zu requests failed", p->lanes[l].name,
 				 failed, req);
 		(void)worst;
 		(void)members;
