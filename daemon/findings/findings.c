@@ -364,11 +364,12 @@ static int prestop_reco(const struct tl_model *m, struct fb *b, const struct tl_
 		}
 	}
 	/* A consumer that kept sending after the removal sets the number
-	 * when it came later still (findings-consumers.c). */
+	 * when it came as late or later (findings-consumers.c): its last
+	 * request is often the last failed one, and then it is the cause. */
 	r = tl_consumers_slowest(m, &slow_ns, who, sizeof(who));
 	if (r < 0)
 		return r;
-	if (r == 1 && slow_ns > cover) {
+	if (r == 1 && slow_ns > m->removed_ns && slow_ns >= cover) {
 		snprintf(slowest, sizeof(slowest),
 			 "the last request of %s, the slowest consumer (%.3f s after the endpoint's "
 			 "removal)",

@@ -9,6 +9,7 @@ fails and check exits 0; the SVG is written. Then the demo is interrupted
 with SIGINT in the middle of a run: no process, cgroup or network
 namespace of it is left."""
 import json
+import re
 import os
 import signal
 import subprocess
@@ -78,6 +79,18 @@ def main():
     assert ex.count("\nFix:") == 1 and "kubectl -n shop patch deployment web -p '" in ex, ex
     assert f"seconds: {race['preStopRecommended']}'" in ex, ex
     assert ex.index("Fix:") < ex.index("most severe first"), ex
+    # the fix says what set its number: the endpoint's removal only when
+    # the number is the removal's time; a later one is the slowest
+    # consumer's last request or the last failed request
+    m = re.search(r"Fix: hold app in a (\d+) s preStop sleep, so that it still serves until (.+?) "
+                  r"\(\+(\d+\.\d+) s; \+ 1 s margin", flat)
+    removed = re.search(r"endpoint left every slice at \+(\d+\.\d+) s", flat)
+    assert m and removed, flat
+    if m.group(3) == removed.group(1):
+        assert m.group(2) == "its endpoint has left every slice", m.group(0)
+    else:
+        assert float(m.group(3)) > float(removed.group(1)), (m.group(0), removed.group(0))
+        assert m.group(2).startswith(("its slowest consumer, ", "the last failed request, after")), m.group(0)
     assert " ".join(fixed["explainText"].split()).startswith(f"{fixed['pod']}: No request failed"), \
         fixed["explainText"]
     for run in runs:

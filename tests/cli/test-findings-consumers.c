@@ -281,6 +281,37 @@ START_TEST(test_keepalive_failure_logged_first)
 }
 END_TEST
 
+/* The slowest consumer's last request is the last failed request (no
+ * later connection): the consumer still sets the preStop and is named. */
+START_TEST(test_slowest_consumer_is_last_failure)
+{
+	struct json_object *d = story(true, true), *fs, *f, *evs, *kept;
+
+	evs = get(d, "events");
+	kept = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(evs); i++) {
+		struct json_object *e = json_object_array_get_idx(evs, i);
+
+		if (strcmp(json_object_get_string(get(e, "type")), "tcp.accepted"))
+			json_object_array_add(kept, json_object_get(e));
+	}
+	ck_assert_uint_eq(json_object_array_length(kept) + 1, json_object_array_length(evs));
+	json_object_object_add(d, "events", kept);
+	ck_assert_int_eq(tl_findings_compute(d, &fs), 0);
+	/* the listener's rule covers every failed request, a-2800 the last */
+	f = finding(fs, "requests_after_listener_closed");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_str_eq(json_object_get_string(get(f, "numbers.slowestConsumer")), "ingress/ing-1");
+	/* a-2800 at +2.800 s: ceil(2.8 + 1) */
+	ck_assert_double_eq_tol(json_object_get_double(get(f, "numbers.coverUntilS")), 2.8, 1e-6);
+	ck_assert_int_eq(json_object_get_int(get(f, "recommendation.value")), 4);
+	ck_assert_ptr_nonnull(strstr(json_object_get_string(get(f, "recommendation.formula")),
+				     "the last request of ingress/ing-1, the slowest consumer"));
+	json_object_put(fs);
+	json_object_put(d);
+}
+END_TEST
+
 START_TEST(test_unresolved_by_address)
 {
 	struct json_object *d = story(true, false), *fs, *f, *c;
@@ -353,6 +384,7 @@ int main(void)
 
 	tcase_add_test(tc, test_resolved_consumers);
 	tcase_add_test(tc, test_keepalive_failure_logged_first);
+	tcase_add_test(tc, test_slowest_consumer_is_last_failure);
 	tcase_add_test(tc, test_unresolved_by_address);
 	tcase_add_test(tc, test_document_without_peers);
 	tcase_add_test(tc, test_rollout_aggregate);

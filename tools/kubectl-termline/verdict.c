@@ -626,8 +626,19 @@ static void preStop_fix(const struct cli *cli, FILE *f, const struct tl_model *m
 	const char *rule = json_str(fx, "rule");
 	int ind;
 
-	snprintf(until, sizeof(until), "%s",
-		 cover ? "its endpoint has left every slice" : "the last request has reached it");
+	/* what set the number, as the finding's formula says it
+	 * (docs/findings.md): the slowest consumer's last request, else the
+	 * last failed request when it came after the removal, else the
+	 * removal itself */
+	if (cover && json_str(json_path(fx, "numbers"), "slowestConsumer"))
+		snprintf(until, sizeof(until), "its slowest consumer, %s, stopped sending",
+			 json_str(json_path(fx, "numbers"), "slowestConsumer"));
+	else if (cover && m->removed_ns && cover > m->removed_ns)
+		snprintf(until, sizeof(until), "the last failed request, after its endpoint left "
+					       "every slice, has reached it");
+	else
+		snprintf(until, sizeof(until), "%s",
+			 cover ? "its endpoint has left every slice" : "the last request has reached it");
 	/* the consumers' rule: until its slowest consumer stopped sending */
 	if (!cover && rule && strcmp(rule, "traffic_after_endpoint_removed") == 0) {
 		struct json_object *w = json_object_array_get_idx(json_path(fx, "consumers"), 0);
