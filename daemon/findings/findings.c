@@ -341,6 +341,68 @@ static int gate_reco(const struct tl_model *m, struct fb *b, const struct tl_ctr
 	return 0;
 }
 
+/* The sleep keeps c serving sleep_s, then until it stops listening after
+ * its SIGTERM; a sidecar that got SIGTERM at the deletion stops accepting
+ * after its own drain. When that drain, as observed, is not longer by the
+ * margin, the sleep alone would leave c serving without its proxy
+ * (exit_order): the recommendation says what keeps the proxy that long
+ * (docs/findings.md). */
+static int sidecar_reco(const struct tl_model *m, struct fb *b, const struct tl_ctr *c,
+			long sleep_s)
+{
+	struct json_object *reco, *alt;
+	int si = first_sidecar(m);
+	const struct tl_ctr *s = si >= 0 ? &m->ctr[si] : NULL;
+	char setting[256], formula[512];
+	double serve = 0, drain;
+	int64_t stop;
+	long keep, grace;
+
+	if (!s || s == c || !s->sigterm_ns || !c->sigterm_ns ||
+	    !json_object_object_get_ex(b->f, "recommendation", &reco))
+		return 0;
+	stop = stop_ns(s);
+	if (!stop || stop < s->sigterm_ns)
+		return 0;
+	if (c->listen_closed_ns >= c->sigterm_ns)
+		serve = (double)(c->listen_closed_ns - c->sigterm_ns) / 1e9;
+	else if (c->exit_ns >= c->sigterm_ns)
+		serve = (double)(c->exit_ns - c->sigterm_ns) / 1e9;
+	drain = (double)(stop - s->sigterm_ns) / 1e9;
+	/* the kubelet's signal after the hook and the container's reaction
+	 * to it are not in this timeline: half a second of slack for them
+	 * (tens of milliseconds where measured, tools/termline-demo) */
+	if (drain >= (double)sleep_s + serve + 0.5)
+		return 0;
+	keep = ceil_s((double)sleep_s + serve + TL_FINDINGS_MARGIN_S);
+	/* the proxy exits after its drain: the grace period outlasts both */
+	grace = ceil_s((double)keep + TL_FINDINGS_MARGIN_S);
+	if (grace < m->grace_s)
+		grace = m->grace_s;
+	snprintf(setting, sizeof(setting),
+		 "%s as a native sidecar (initContainers[].restartPolicy: Always), else its drain "
+		 "(proxy.istio.io/config terminationDrainDuration) in seconds",
+		 s->name);
+	snprintf(formula, sizeof(formula),
+		 "%s stopped accepting %.3f s after its SIGTERM, before %s's %ld s sleep and its "
+		 "%.3f s from SIGTERM to %s end: ceil(%ld s + %.3f s + %.0f s margin) = %ld s; "
+		 "terminationGracePeriodSeconds >= max(now, %ld s + %.0f s margin) = %ld (now %d)",
+		 s->name, drain, c->name, sleep_s, serve,
+		 c->listen_closed_ns >= c->sigterm_ns ? "its listener's close" : "its exit", sleep_s,
+		 serve, TL_FINDINGS_MARGIN_S, keep, keep, TL_FINDINGS_MARGIN_S, grace, m->grace_s);
+	alt = json_object_new_object();
+	if (!alt || put_str(alt, "setting", setting) < 0 ||
+	    json_object_object_add(alt, "value", json_object_new_int64(keep)) < 0 ||
+	    put_str(alt, "formula", formula) < 0 || put_str(alt, "container", s->name) < 0 ||
+	    json_object_object_add(alt, "terminationGracePeriodSeconds",
+				   json_object_new_int64(grace)) < 0 ||
+	    json_object_object_add(reco, "sidecar", alt) < 0) {
+		json_object_put(alt);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int prestop_reco(const struct tl_model *m, struct fb *b, const struct tl_ctr *c,
 			int64_t last_fail_ns)
 {
@@ -402,7 +464,9 @@ static int prestop_reco(const struct tl_model *m, struct fb *b, const struct tl_
 			    "ceil((%s at %+.3f s) - (%s at 0) + %.0f s margin) = %ld s", what, x,
 			    m->ref_what, TL_FINDINGS_MARGIN_S, v);
 	}
-	return r < 0 ? r : gate_reco(m, b, c, v);
+	if (r >= 0)
+		r = gate_reco(m, b, c, v);
+	return r < 0 ? r : sidecar_reco(m, b, c, v);
 }
 
 /* Collects into b the failed requests matching pred; returns how many

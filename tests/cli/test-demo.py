@@ -68,6 +68,13 @@ def main():
     assert race["checkExit"] == 1, race
     assert isinstance(race["preStopRecommended"], int) and race["preStopRecommended"] >= 2, race
     assert fixed["failed"] == [] and fixed["explainIds"] == [], fixed
+    # the fix is whole: applied with the sidecar's drain it asked for (the
+    # proxy drains 4 s, the sleep holds the app about as long), the proxy
+    # outlives the app and nothing fires about their order
+    assert race["drainRecommended"] and race["drainRecommended"] > race["drainSeconds"], race
+    assert "terminationDrainDuration" in race["explainText"], race["explainText"]
+    assert fixed["drainSeconds"] == race["drainRecommended"], fixed
+    assert "exit_order" not in fixed["findings"], fixed["findings"]
     assert fixed["sent"] >= 10, fixed
     assert fixed["checkExit"] == 0, fixed
     # explain answers first: the verdict with the count the load generator

@@ -185,7 +185,7 @@ static double num(struct json_object *f, const char *key)
 /* The sidecar race: both containers get SIGTERM at once, the app closes
  * its listener, the proxy keeps accepting and forwarding until the
  * endpoint is gone. */
-static struct json_object *sidecar_race(bool with_deletion, bool complete)
+static struct json_object *sidecar_race_ex(bool with_deletion, bool complete, double proxy_exit)
 {
 	struct json_object *d = doc_new(complete);
 
@@ -216,9 +216,14 @@ static struct json_object *sidecar_race(bool with_deletion, bool complete)
 	endpoint(d, 800, false, false);
 	ex(d, 1100, "app", 100, 0, 0);
 	removed(d, 1600);
-	ex(d, 4050, "istio-proxy", 200, 0, 0);
+	ex(d, proxy_exit, "istio-proxy", 200, 0, 0);
 	ev(d, 4500, "pod.deleted", NULL, "{\"source\":\"api\"}");
 	return d;
+}
+
+static struct json_object *sidecar_race(bool with_deletion, bool complete)
+{
+	return sidecar_race_ex(with_deletion, complete, 4050);
 }
 
 START_TEST(listener_closed_boundaries)
@@ -281,10 +286,46 @@ START_TEST(listener_closed_boundaries)
 		    0.8, 1e-9);
 	}
 	ck_assert_int_eq(reco_value(f), 3);
+	/* the proxy's 4 s drain outlasts the 3 s sleep and the 0.05 s the app
+	 * then serves by more than the slack: nothing to say of the sidecar */
+	ck_assert_ptr_null(json_object_object_get(
+	    json_object_object_get(find(fs, "requests_after_listener_closed"), "recommendation"),
+	    "sidecar"));
 	/* nothing else fired: no SIGKILL, the proxy outlived the app */
 	ck_assert_ptr_null(find(fs, "sigkill_after_grace"));
 	ck_assert_ptr_null(find(fs, "exit_order"));
 	ck_assert_ptr_null(find(fs, "requests_after_sidecar_exit"));
+	json_object_put(fs);
+	json_object_put(d);
+}
+END_TEST
+
+/* The proxy drains 3.4 s after its SIGTERM: with the recommended 3 s
+ * sleep and the 0.05 s the app then serves, less than half a second of
+ * slack is left, so the sleep alone would leave the app serving without
+ * its proxy; the recommendation says what keeps the proxy long enough. */
+START_TEST(prestop_outlives_sidecar)
+{
+	struct json_object *d = sidecar_race_ex(true, true, 3450), *fs = compute(d), *f, *sc;
+
+	f = find(fs, "requests_after_listener_closed");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(reco_value(f), 3);
+	sc = json_object_object_get(json_object_object_get(f, "recommendation"), "sidecar");
+	ck_assert_ptr_nonnull(sc);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(sc, "container")),
+			 "istio-proxy");
+	/* ceil(3 s + 0.05 s + 1 s margin) = 5; the grace: max(6, 5 + 1) */
+	ck_assert_int_eq(json_object_get_int(json_object_object_get(sc, "value")), 5);
+	ck_assert_int_eq(json_object_get_int(json_object_object_get(sc, "terminationGracePeriodSeconds")),
+			 6);
+	ck_assert_ptr_nonnull(strstr(json_object_get_string(json_object_object_get(sc, "formula")),
+				     "istio-proxy stopped accepting 3.400 s after its SIGTERM"));
+	ck_assert_ptr_nonnull(strstr(json_object_get_string(json_object_object_get(sc, "setting")),
+				     "terminationDrainDuration"));
+	/* every rule whose fix is this sleep carries it */
+	ck_assert_ptr_nonnull(json_object_object_get(
+	    json_object_object_get(find(fs, "endpoint_removal_lag"), "recommendation"), "sidecar"));
 	json_object_put(fs);
 	json_object_put(d);
 }
@@ -556,6 +597,7 @@ int main(void)
 	TCase *tc = tcase_create("rules");
 
 	tcase_add_test(tc, listener_closed_boundaries);
+	tcase_add_test(tc, prestop_outlives_sidecar);
 	tcase_add_test(tc, listener_closed_no_failures);
 	tcase_add_test(tc, no_deletion_event);
 	tcase_add_test(tc, incomplete_in_every_finding);

@@ -616,6 +616,40 @@ static int patch_head(const struct cli *cli, FILE *f, const struct tl_model *m)
 	return 2;
 }
 
+/* The fix's recommendation.sidecar: the sidecar's drain, as observed,
+ * ends before the sleep and what the container then serves, so the sleep
+ * alone would leave it serving without its proxy (docs/findings.md). */
+static void sidecar_note(const struct cli *cli, FILE *f, const struct tl_model *m,
+			 struct json_object *fx, const char *ctr, long value)
+{
+	struct json_object *sc = json_path(json_path(fx, "recommendation"), "sidecar");
+	struct json_object *val = json_path(sc, "value");
+	const char *who = json_str(sc, "container");
+	char text[800];
+	long long keep;
+
+	if (!who || !val || !json_object_is_type(val, json_type_int))
+		return;
+	struct json_object *g = json_path(sc, "terminationGracePeriodSeconds");
+	char grace[96] = "";
+
+	keep = (long long)json_object_get_int64(val);
+	if (g && json_object_is_type(g, json_type_int) && json_object_get_int64(g) > m->grace_s)
+		snprintf(grace, sizeof(grace), " and terminationGracePeriodSeconds: %lld",
+			 (long long)json_object_get_int64(g));
+	snprintf(text, sizeof(text),
+		 "%s stops accepting before %s's %ld s sleep and what %s then serves end: keep it "
+		 "that long, as a native sidecar (initContainers[].restartPolicy: Always), or "
+		 "with a %lld s drain, annotation proxy.istio.io/config: "
+		 "'{\"terminationDrainDuration\": \"%llds\"}' on the Pod template%s.",
+		 who, ctr, value, ctr, keep, keep, grace);
+	wrap(cli, f, 2, 2, text);
+	if (cli->verbose > 0 && json_str(sc, "formula")) {
+		snprintf(text, sizeof(text), "because %s", json_str(sc, "formula"));
+		wrap(cli, f, 4, 4, text);
+	}
+}
+
 static void preStop_fix(const struct cli *cli, FILE *f, const struct tl_model *m,
 			struct json_object *fx, const char *ctr, long value)
 {
@@ -683,6 +717,7 @@ static void preStop_fix(const struct cli *cli, FILE *f, const struct tl_model *m
 		 "(preStop.sleep needs Kubernetes 1.30; before: exec: {command: [sleep, \"%ld\"]})",
 		 value);
 	wrap(cli, f, 2, 3, text);
+	sidecar_note(cli, f, m, fx, ctr, value);
 	if (gate && json_str(gate, "value")) {
 		char cmd[256], list[400] = "";
 		const char *t = strstr(json_str(gate, "value"), "--timeout ");
