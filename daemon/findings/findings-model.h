@@ -23,6 +23,13 @@ struct json_object;
  * after the API server wrote it (nothing in Kubernetes measures it). */
 #define TL_FINDINGS_MARGIN_S 1.0
 
+/* What a timeline without a preStop cannot show of one: the kubelet's
+ * signal after the hook and the container's reaction to it (tens of
+ * milliseconds where measured, tools/termline-demo). A sidecar whose drain
+ * outlasts the hook and the container's serving by less is told to stay
+ * longer (recommendation.sidecar, docs/findings.md). */
+#define TL_FINDINGS_HOOK_SLACK_S 0.5
+
 /* How much later than its line says a request from an access log may have
  * ended: Envoy truncates its start to the millisecond and writes its
  * duration in whole milliseconds. */

@@ -353,26 +353,18 @@ static int sidecar_reco(const struct tl_model *m, struct fb *b, const struct tl_
 	struct json_object *reco, *alt;
 	int si = first_sidecar(m);
 	const struct tl_ctr *s = si >= 0 ? &m->ctr[si] : NULL;
+	int64_t s_stop = s ? stop_ns(s) : 0, c_stop = stop_ns(c);
 	char setting[256], formula[512];
-	double serve = 0, drain;
-	int64_t stop;
+	double serve, drain;
 	long keep, grace;
 
-	if (!s || s == c || !s->sigterm_ns || !c->sigterm_ns ||
+	if (!s || s == c || !s->sigterm_ns || !c->sigterm_ns || s_stop < s->sigterm_ns ||
 	    !json_object_object_get_ex(b->f, "recommendation", &reco))
 		return 0;
-	stop = stop_ns(s);
-	if (!stop || stop < s->sigterm_ns)
-		return 0;
-	if (c->listen_closed_ns >= c->sigterm_ns)
-		serve = (double)(c->listen_closed_ns - c->sigterm_ns) / 1e9;
-	else if (c->exit_ns >= c->sigterm_ns)
-		serve = (double)(c->exit_ns - c->sigterm_ns) / 1e9;
-	drain = (double)(stop - s->sigterm_ns) / 1e9;
-	/* the kubelet's signal after the hook and the container's reaction
-	 * to it are not in this timeline: half a second of slack for them
-	 * (tens of milliseconds where measured, tools/termline-demo) */
-	if (drain >= (double)sleep_s + serve + 0.5)
+	/* c serves until it stops accepting after its SIGTERM (stop_ns) */
+	serve = c_stop > c->sigterm_ns ? (double)(c_stop - c->sigterm_ns) / 1e9 : 0;
+	drain = (double)(s_stop - s->sigterm_ns) / 1e9;
+	if (drain >= (double)sleep_s + serve + TL_FINDINGS_HOOK_SLACK_S)
 		return 0;
 	keep = ceil_s((double)sleep_s + serve + TL_FINDINGS_MARGIN_S);
 	/* the proxy exits after its drain: the grace period outlasts both */
@@ -385,11 +377,11 @@ static int sidecar_reco(const struct tl_model *m, struct fb *b, const struct tl_
 		 s->name);
 	snprintf(formula, sizeof(formula),
 		 "%s stopped accepting %.3f s after its SIGTERM, before %s's %ld s sleep and its "
-		 "%.3f s from SIGTERM to %s end: ceil(%ld s + %.3f s + %.0f s margin) = %ld s; "
-		 "terminationGracePeriodSeconds >= max(now, %ld s + %.0f s margin) = %ld (now %d)",
-		 s->name, drain, c->name, sleep_s, serve,
-		 c->listen_closed_ns >= c->sigterm_ns ? "its listener's close" : "its exit", sleep_s,
-		 serve, TL_FINDINGS_MARGIN_S, keep, keep, TL_FINDINGS_MARGIN_S, grace, m->grace_s);
+		 "%.3f s from SIGTERM to no longer accepting end: ceil(%ld s + %.3f s + %.0f s "
+		 "margin) = %ld s; terminationGracePeriodSeconds >= max(now, %ld s + %.0f s margin) "
+		 "= %ld (now %d)",
+		 s->name, drain, c->name, sleep_s, serve, sleep_s, serve, TL_FINDINGS_MARGIN_S, keep,
+		 keep, TL_FINDINGS_MARGIN_S, grace, m->grace_s);
 	alt = json_object_new_object();
 	if (!alt || put_str(alt, "setting", setting) < 0 ||
 	    json_object_object_add(alt, "value", json_object_new_int64(keep)) < 0 ||

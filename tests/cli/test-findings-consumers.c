@@ -151,6 +151,16 @@ static struct json_object *get(struct json_object *o, const char *path)
 	return o;
 }
 
+/* f's preStop sleep is set by the slowest consumer, ingress/ing-1: its
+ * name in numbers and in the formula (as text says it), the value. */
+static void assert_set_by_slowest(struct json_object *f, int value, const char *text)
+{
+	ck_assert_ptr_nonnull(f);
+	ck_assert_str_eq(json_object_get_string(get(f, "numbers.slowestConsumer")), "ingress/ing-1");
+	ck_assert_int_eq(json_object_get_int(get(f, "recommendation.value")), value);
+	ck_assert_ptr_nonnull(strstr(json_object_get_string(get(f, "recommendation.formula")), text));
+}
+
 static struct json_object *consumer(struct json_object *f, const char *name)
 {
 	struct json_object *list = get(f, "consumers");
@@ -242,12 +252,7 @@ START_TEST(test_resolved_consumers)
 				     "Connection: close"));
 
 	/* the preStop recommendation is set by the slowest consumer */
-	f = finding(fs, "endpoint_removal_lag");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_str_eq(json_object_get_string(get(f, "numbers.slowestConsumer")), "ingress/ing-1");
-	ck_assert_int_eq(json_object_get_int(get(f, "recommendation.value")), 4);
-	ck_assert_ptr_nonnull(strstr(json_object_get_string(get(f, "recommendation.formula")),
-				     "ingress/ing-1"));
+	assert_set_by_slowest(finding(fs, "endpoint_removal_lag"), 4, "ingress/ing-1");
 	json_object_put(fs);
 	json_object_put(d);
 }
@@ -300,13 +305,9 @@ START_TEST(test_slowest_consumer_is_last_failure)
 	ck_assert_int_eq(tl_findings_compute(d, &fs), 0);
 	/* the listener's rule covers every failed request, a-2800 the last */
 	f = finding(fs, "requests_after_listener_closed");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_str_eq(json_object_get_string(get(f, "numbers.slowestConsumer")), "ingress/ing-1");
 	/* a-2800 at +2.800 s: ceil(2.8 + 1) */
+	assert_set_by_slowest(f, 4, "the last request of ingress/ing-1, the slowest consumer");
 	ck_assert_double_eq_tol(json_object_get_double(get(f, "numbers.coverUntilS")), 2.8, 1e-6);
-	ck_assert_int_eq(json_object_get_int(get(f, "recommendation.value")), 4);
-	ck_assert_ptr_nonnull(strstr(json_object_get_string(get(f, "recommendation.formula")),
-				     "the last request of ingress/ing-1, the slowest consumer"));
 	json_object_put(fs);
 	json_object_put(d);
 }

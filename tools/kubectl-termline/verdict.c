@@ -624,15 +624,13 @@ static void sidecar_note(const struct cli *cli, FILE *f, const struct tl_model *
 {
 	struct json_object *sc = json_path(json_path(fx, "recommendation"), "sidecar");
 	struct json_object *val = json_path(sc, "value");
+	struct json_object *g = json_path(sc, "terminationGracePeriodSeconds");
 	const char *who = json_str(sc, "container");
-	char text[800];
+	char text[800], grace[96] = "";
 	long long keep;
 
 	if (!who || !val || !json_object_is_type(val, json_type_int))
 		return;
-	struct json_object *g = json_path(sc, "terminationGracePeriodSeconds");
-	char grace[96] = "";
-
 	keep = (long long)json_object_get_int64(val);
 	if (g && json_object_is_type(g, json_type_int) && json_object_get_int64(g) > m->grace_s)
 		snprintf(grace, sizeof(grace), " and terminationGracePeriodSeconds: %lld",
